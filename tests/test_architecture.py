@@ -164,3 +164,79 @@ def test_formats_never_import_each_other():
                 for module in _imported(node, pkg):
                     other = next((f for f in formats - {package} if module.startswith(f"warehouse.formats.{f}")), None)
                     assert other is None, f"{path.relative_to(REPO)}:{node.lineno} imports the format {other}"
+
+
+# --- formats export with the kit alone ----------------------------------------------------------------------
+
+#: the one module of the export machinery a format may import (``from warehouse.exports import kit``)
+KIT = "warehouse.exports.kit"
+
+
+def kit_violations(root: Path) -> list[str]:
+    """``file:line: what`` for every import of the export machinery other than the kit (``generic``, or the
+    modules behind the kit), and every private name (``_x``) taken from the core, under ``root``."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        where = path.relative_to(root.parent)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name.startswith("warehouse.exports") and a.name != KIT:
+                        found.append(f"{where}:{node.lineno}: imports {a.name}; use {KIT}")
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("warehouse"):
+                module = node.module
+                for a in node.names:
+                    target = f"{module}.{a.name}"
+                    if module == "warehouse.exports" and target != KIT or (
+                            module.startswith("warehouse.exports.") and module != KIT):
+                        found.append(f"{where}:{node.lineno}: imports {target}; use {KIT}")
+                    elif a.name.startswith("_"):
+                        found.append(f"{where}:{node.lineno}: imports the private {target}")
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "kit" \
+                    and node.attr.startswith("_"):
+                found.append(f"{where}:{node.lineno}: uses the private kit.{node.attr}")
+    return found
+
+
+def test_formats_export_with_the_public_kit_alone():
+    """Every format's exporter (and the shared helpers) reach the export machinery through the kit only,
+    and take nothing private of the core: what a format may use is one module, documented."""
+    found = kit_violations(REPO / "ingest")
+    assert not found, f"format packages must use {KIT} only (docs/export.md#writing-an-exporter):\n" + "\n".join(found)
+
+
+def test_the_kit_check_finds_each_kind_of_reach(tmp_path):
+    """The walk above can fail: each way a format reached past the kit is caught."""
+    pkg = tmp_path / "ingest" / "fmt"
+    pkg.mkdir(parents=True)
+    (pkg / "export.py").write_text(
+        "from warehouse.exports.generic import BATCH, belonging\n"
+        "from warehouse.exports import ExportContext, jsontext, kit\n"
+        "import warehouse.exports.conversation\n"
+        "from warehouse.readers import _private\n"
+        "x = kit._parent('turns')\n"
+        "from warehouse.exports.kit import stage\n")
+    found = "\n".join(kit_violations(tmp_path / "ingest"))
+    for expected in (
+        "ingest/fmt/export.py:1: imports warehouse.exports.generic.BATCH",
+        "ingest/fmt/export.py:2: imports warehouse.exports.ExportContext",
+        "ingest/fmt/export.py:2: imports warehouse.exports.jsontext",
+        "ingest/fmt/export.py:3: imports warehouse.exports.conversation",
+        "ingest/fmt/export.py:4: imports the private warehouse.readers._private",
+        "ingest/fmt/export.py:5: uses the private kit._parent",
+    ):
+        assert expected in found, (expected, found)
+    assert ":6:" not in found and "warehouse.exports.kit;" not in found, found
+
+
+def test_every_format_that_exports_keeps_its_inverse_mapping_in_unmap():
+    """Rows back to a format's own shape (the inverse of its ``map``) have one name in every package:
+    ``<package>.unmap``; the exporter (``export``) stages and writes, ``foreign`` maps other formats."""
+    import importlib.util
+
+    exporting = [i for i in Registry.installed().ingestors() if i.exporter is not None]
+    assert exporting
+    for ingestor in exporting:
+        package = type(ingestor).__module__
+        assert importlib.util.find_spec(f"{package}.unmap") is not None, f"{package} has no unmap module"
+        assert importlib.util.find_spec(f"{package}.export") is not None, f"{package} has no export module"

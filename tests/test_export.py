@@ -11,7 +11,7 @@ import pytest
 
 import warehouse
 from warehouse.errors import QueryError, UsageError
-from warehouse.exports import generic
+from warehouse.exports import kit
 from warehouse.exports.conversation import conversation
 
 
@@ -205,6 +205,57 @@ def test_windowed_output_is_the_same_as_one_window(sw, tmp_path, monkeypatch, fm
         return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
 
     warehouse.export(sw.root, None, fmt, tmp_path / "whole", progress=False)
-    monkeypatch.setattr(generic, "BATCH", 7)  # the samples' ~230 responses in ~33 windows
+    monkeypatch.setattr(kit, "BATCH", 7)  # the samples' ~230 responses in ~33 windows
     warehouse.export(sw.root, None, fmt, tmp_path / "windowed", progress=False)
     assert contents(tmp_path / "windowed") == contents(tmp_path / "whole")
+
+
+#: temp tables an export may make: the selection, the kit's staging, and a format's own plan of where files go
+KIT_TABLES = ("selected", "selected_records", "staged", "staged_keys", "staged_user_prompts")
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "jsonl", "csv", "openai_chat", "trait_interp", "afterimage", "scale", "dataloop"])
+def test_every_format_stages_the_selection_one_way(sw, tmp_path, fmt):
+    """Every format stages its rows with the kit: ``staged`` (one row per parent, keyed by ``n``),
+    ``staged_keys`` and ``staged_<name>(n, row, k)`` lists generated from the tables' declared parent
+    links; none stages its own way. The only other tables are a format's plan of where files go."""
+    from warehouse.exports import export, formats
+
+    made = {}
+
+    def probe(ctx):
+        written = formats()[fmt].write(ctx)
+        for (name,) in ctx.con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall():
+            made[name] = [c for (c,) in ctx.con.execute(
+                "SELECT column_name FROM duckdb_columns() WHERE table_name = ? ORDER BY column_index", [name]).fetchall()]
+        return written
+
+    spec = formats()[fmt]
+    s = export(str(sw.root), None, fmt, str(tmp_path / "out"), progress=False,
+               extra_formats=[kit.ExportFormat(fmt, "probed", spec.directory, probe)])
+    assert s.written > 0 and made
+    for name, columns in made.items():
+        if name in KIT_TABLES or name.startswith("layout_"):
+            continue
+        assert name.startswith("staged_") and columns == ["n", "row", "k"], (name, columns)
+    if "staged" in made:
+        assert made["staged"][0] == "n" and made["staged_keys"] == ["n", "response_id", "record_id"]
+
+
+def test_the_exporter_sketch_in_the_docs_runs(sw, tmp_path):
+    """docs/export.md#writing-an-exporter shows a whole exporter written with the kit: it works as shown."""
+    import re
+
+    from warehouse.exports import export
+
+    from .conftest import REPO
+
+    code = re.search(r"A sketch.*?```python\n(.*?)```", (REPO / "docs" / "export.md").read_text(), re.S).group(1)
+    names: dict = {}
+    exec(code, names)
+    s = export(str(sw.root), "source_format = 'scale'", "mine", str(tmp_path / "o.jsonl"), progress=False,
+               extra_formats=[names["EXPORT"]])
+    lines = [json.loads(line) for line in (tmp_path / "o.jsonl").read_text().splitlines()]
+    assert s.written == len(lines) == sw.one("SELECT count(*) FROM responses WHERE source_format = 'scale'")
+    assert all(m["role"] for line in lines for m in line["turns"] or ())
+    assert s.notes and s.notes[0].startswith("mine has no place for the selected responses' ")

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import warehouse
-from warehouse.formats.afterimage.reverse import afterimage_row, fits_current_types
+from warehouse.formats.afterimage.unmap import afterimage_row, fits_current_types
 from warehouse.formats.afterimage.row import map_row
 from warehouse.records import RecordContext
 
@@ -88,8 +88,9 @@ def test_ingest_export_ingest_gives_the_same_rows(original, exported, tmp_path):
 def test_small_windows_write_the_same_file_and_report_progress(original, exported, tmp_path, monkeypatch):
     from warehouse.formats.afterimage import export as module
     from warehouse import exports
+    from warehouse.exports import kit
 
-    monkeypatch.setattr(module, "BATCH", 2)  # children of a response never split from it at a window's edge
+    monkeypatch.setattr(kit, "BATCH", 2)  # children of a response never split from it at a window's edge
     con = warehouse.connect(original.root)
     total = exports.select(con, "source_format = 'afterimage'")
     done: list[int] = []
@@ -349,7 +350,7 @@ def line_response(line):
 
 
 def test_a_response_with_no_text_is_left_out_and_counted(wh, tmp_path):
-    from warehouse.formats.afterimage.reverse import foreign_row
+    from warehouse.formats.afterimage.foreign import foreign_row
 
     write_json(tmp_path / "experiments" / "e" / "inference" / "responses" / "s" / "1.json", {"prompt": "", "response": None})
     write_json(tmp_path / "experiments" / "e" / "inference" / "responses" / "s" / "2.json", {"prompt": "Q?", "response": None})

@@ -282,10 +282,17 @@ def test_the_same_export_gives_the_same_bytes(sw, shuffled, tmp_path, fmt):
 
 
 def test_the_order_keys_tell_every_row_apart(sw):
-    """The premise of the total order: no two rows of a table share its key."""
-    from warehouse.exports.generic import order_keys
+    """The premise of the total order: no two rows of a table share its declared order (``Table.order``),
+    nor two rows of one response's list (``Parent.order``, after its link)."""
+    from warehouse.exports import kit
+    from warehouse.tables import TABLES
 
-    for table, key in order_keys().items():
+    for table in ("responses", *kit.children(), "sources"):
+        key = ", ".join(TABLES[table].order)
+        assert sw.one(f"SELECT count(*) FROM (SELECT {key} FROM {table} GROUP BY ALL HAVING count(*) > 1)") == 0, table
+    for table in kit.children():
+        parent = TABLES[table].parent
+        key = ", ".join((*parent.by, *parent.order))
         assert sw.one(f"SELECT count(*) FROM (SELECT {key} FROM {table} GROUP BY ALL HAVING count(*) > 1)") == 0, table
 
 

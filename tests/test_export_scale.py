@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 import warehouse
 from warehouse.errors import UsageError
-from warehouse.formats.scale.rebuild import path_of
+from warehouse.formats.scale.unmap import path_of
 
 from .conftest import FIXTURES, REPO, Warehouse, write_text
 

@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 
 import warehouse
 from warehouse.errors import UsageError
-from warehouse.formats.trait_interp.export import jsonout, records, sidecars
+from warehouse.formats.trait_interp.export import jsonout
+from warehouse.formats.trait_interp.unmap import responses as unmap_responses
+from warehouse.formats.trait_interp.unmap import sidecars
 from warehouse.formats.trait_interp.responses import map_response
 from warehouse.formats.trait_interp.sidecars import map_prompt, set_records
 from warehouse.readers import decode_json
@@ -141,7 +143,7 @@ turn = st.builds(
     st.fixed_dictionaries({"role": text, "token_start": st.integers(0, 99), "token_end": st.integers(0, 99)}),
     optional(has_thinking=st.booleans(), has_tool_calls=st.booleans(), tool_names=st.lists(text, max_size=2),
              tool_call_id=maybe_text, tool_name=maybe_text, content=maybe_text, reasoning_content=maybe_text),
-    unknown_keys({"role", "token_start", "token_end", *records.TURN_KEYS}),
+    unknown_keys({"role", "token_start", "token_end", *unmap_responses.TURN_KEYS}),
 )
 sentence = st.builds(
     lambda opt, rest: {**opt, **rest},
@@ -203,7 +205,7 @@ def mapped(value, locator="[0]"):
 def test_a_record_written_back_maps_to_the_same_rows(record):
     value = decode_json(json.dumps(record).encode())
     out = map_response(value, RecordContext("/p/x.json", "[0]", 0, "trait_interp"))
-    written = records.native_record(out["responses"][0], out.get("turns"), out.get("sentence_boundaries"))
+    written = unmap_responses.native_record(out["responses"][0], out.get("turns"), out.get("sentence_boundaries"))
     again = decode_json(jsonout.dumps(written).encode())  # through the file text, as the export writes it
     assert mapped(again) == mapped(value)
 

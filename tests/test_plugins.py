@@ -22,7 +22,7 @@ import pytest
 from warehouse.errors import FormatError, UsageError
 from warehouse.ingestor import Ingestor
 from warehouse.registry import GROUP, Registry
-from warehouse.tables import CORE, C, Table, compose
+from warehouse.tables import CORE, RECORD_ID, C, Parent, Table, compose
 
 from .conftest import FIXTURES
 
@@ -30,7 +30,7 @@ PLUGIN = '''
 """Widget logs: a third party's format, one JSONL line per widget."""
 from warehouse.ingestor import Ingestor
 from warehouse.readers import jsonl_records
-from warehouse.tables import RECORD_ID, STR, C, Table, provenance
+from warehouse.tables import RECORD_ID, STR, C, Parent, Table, provenance
 
 
 class Widgets(Ingestor):
@@ -39,8 +39,11 @@ class Widgets(Ingestor):
     suffixes = (".jsonl",)
     line_records = True
     columns = {"responses": (C("widget_color", STR, "colour of the widget"),)}
+    # a widget's parts belong to its whole record; exports join and order them by this declaration
     tables = (Table("widget_parts", grain="one part of a widget", doc="The parts a widget is made of.",
-                    columns=(RECORD_ID, C("part", STR, "name of the part"), *provenance())),)
+                    columns=(RECORD_ID, C("part", STR, "name of the part"), *provenance()),
+                    order=("source_path", "source_locator", "part"),
+                    parent=Parent(by=("record_id",), order=("part", "source_path", "source_locator"))),)
     views = ("CREATE OR REPLACE VIEW widget_parts AS SELECT * FROM raw.widget_parts",)
 
     def sniff(self, path, head):
@@ -98,6 +101,42 @@ def test_a_third_party_format_is_detected_ingested_and_queried(plugin, tmp_path)
     out = run(plugin, "sql", "SELECT count(*) AS n FROM responses WHERE source_format = 'trait_interp'",
               "--root", str(root), "--format", "json")
     assert json.loads(out.stdout)[0]["n"] > 0, out.stderr
+
+
+def test_a_third_party_child_table_is_exported_by_its_declared_parent_link(plugin, tmp_path):
+    """The exports join a format's own table to the selection by its ``Parent`` declaration, and
+    order it by its declared order: parquet carries the parts of the selected widgets only; a format
+    with no place for them counts them."""
+    import pyarrow.parquet as pq
+
+    src = tmp_path / "src"
+    src.mkdir()
+    for i, color in enumerate(["red", "blue", "red"]):
+        line = {"widget": f"w{i}", "says": "hi", "color": color, "parts": ["nut", "bolt"] + ["gear"] * (i == 2)}
+        (src / f"w{i}.jsonl").write_text(json.dumps(line) + "\n")
+    root = tmp_path / "wh"
+    assert run(plugin, "ingest", str(src), "--root", str(root), "--quiet").returncode == 0
+    done = run(plugin, "export", "--root", str(root), "--where", "widget_color = 'red'", "--format", "parquet",
+               "--out", str(tmp_path / "red"))
+    assert done.returncode == 0, done.stderr
+    parts = pq.read_table(tmp_path / "red" / "widget_parts.parquet").to_pylist()
+    assert [(os.path.basename(p["source_path"]), p["part"]) for p in parts] == [
+        ("w0.jsonl", "bolt"), ("w0.jsonl", "nut"), ("w2.jsonl", "bolt"), ("w2.jsonl", "gear"), ("w2.jsonl", "nut")]
+    noted = run(plugin, "export", "--root", str(root), "--where", "widget_color = 'red'", "--format", "jsonl",
+                "--out", str(tmp_path / "red.jsonl"))
+    assert "jsonl has no place for the selected responses' 5 widget parts" in noted.stderr, noted.stderr
+
+
+def test_a_table_of_rows_about_responses_declares_its_parent():
+    """A table whose rows carry response_id or record_id says how they belong to responses, or exports
+    could not carry it: the declaration is refused, saying what to declare."""
+    with pytest.raises(ValueError, match=r"table parts: its rows carry response_id or record_id, so it declares"):
+        Table("parts", grain="g", doc="d", columns=(RECORD_ID, C("x", pa.string(), "x")))
+    with pytest.raises(ValueError, match=r"table parts: parent.order names y, which it has no column for"):
+        Table("parts", grain="g", doc="d", columns=(RECORD_ID, C("x", pa.string(), "x")), order=("x",),
+              parent=Parent(by=("record_id",), order=("y",)))
+    with pytest.raises(ValueError, match=r"Parent.by \('turn_index',\): name one or both of response_id, record_id"):
+        Parent(by=("turn_index",), order=())
 
 
 def test_format_lists_it_and_an_unknown_one_is_answered_with_the_installed_ones(plugin, tmp_path):

@@ -73,12 +73,13 @@ class Ingestor(ABC):
     views: ClassVar[tuple[str, ...]] = ()
 
     # --- what exports may ask of it -------------------------------------------------------------
-    #: ``warehouse export --format <name>``: the selection written back in this format
+    #: ``warehouse export --format <name>``: the selection written back in this format, with the
+    #: export kit (``warehouse.exports.kit``, docs/export.md#writing-an-exporter)
     exporter: ClassVar["ExportFormat | None"] = None
     #: SQL selecting ``(response_id, prompt)``: the plain user prompt of selected responses
     #: (temp table ``selected``) whose ``responses.prompt`` holds more than the user's message
     #: (a chat template around it); at most one row per response. Conversations use it
-    #: instead of ``responses.prompt`` (``warehouse.exports.generic.stage_user_prompts``).
+    #: instead of ``responses.prompt`` (``warehouse.exports.kit.USER_PROMPT``).
     user_prompts_sql: ClassVar[str | None] = None
 
     @abstractmethod

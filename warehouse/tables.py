@@ -38,6 +38,30 @@ class Column:
     json: bool = False  # text that holds a JSON document
 
 
+#: the columns a child table links to its response by (``Parent.by``)
+LINKS = ("response_id", "record_id")
+
+
+@dataclass(frozen=True)
+class Parent:
+    """How a table's rows belong to responses: its link to its parent, declared once on the child
+    table (as dlt declares ``parent``). Exports generate every join from it (``warehouse.exports.kit``).
+
+    ``by`` names the link columns: ``response_id``, a row is that response's own; ``record_id``,
+    a row with no response of its own (``response_id`` NULL, or the table has no such column) is
+    about its whole record, and belongs to every response of the record (the prompt message
+    several candidates share). ``order`` is a total order of one response's rows: the order of
+    the response's list of them in nested output (the conversation's order for messages).
+    """
+
+    by: tuple[str, ...]
+    order: tuple[str, ...]
+
+    def __post_init__(self):
+        if not self.by or any(b not in LINKS for b in self.by):
+            raise ValueError(f"Parent.by {self.by!r}: name one or both of {', '.join(LINKS)}")
+
+
 @dataclass(frozen=True)
 class Table:
     name: str
@@ -50,12 +74,33 @@ class Table:
     # Formats may add columns to it (``Ingestor.columns``): they go before its trailing
     # provenance columns and ``extra``.
     extensible: bool = False
+    # A total order of the table's rows, so an export of the same rows gives the same bytes
+    # whatever order the Parquet files hold them in: where a row was read (source_path,
+    # source_locator), then the columns that tell apart rows read from one place. Every table
+    # an export writes declares one (tests/test_export_safety.py checks it tells rows apart).
+    order: tuple[str, ...] = ()
+    # How its rows belong to responses (``Parent``); None for tables about files (the catalog,
+    # quarantine, a format's prompt sets), which exports do not carry as children.
+    parent: Parent | None = None
     _by_name: dict = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         object.__setattr__(self, "_by_name", {c.name: c for c in self.columns})
         if len(self._by_name) != len(self.columns):
             raise ValueError(f"table {self.name}: duplicate column names")
+        for what, names in (("order", self.order), ("parent.by", self.parent.by if self.parent else ()),
+                            ("parent.order", self.parent.order if self.parent else ())):
+            unknown = [n for n in names if n not in self._by_name]
+            if unknown:
+                raise ValueError(f"table {self.name}: {what} names {', '.join(unknown)}, which it has no column for")
+        if self.parent is None and (self.has("response_id") or self.has("record_id")) and self.name != "responses":
+            raise ValueError(f"table {self.name}: its rows carry response_id or record_id, so it declares how they "
+                             "belong to responses: parent=Parent(by=..., order=...) (warehouse.tables.Parent)")
+        if self.parent is not None:
+            if self.has("response_id") and "response_id" not in self.parent.by:
+                raise ValueError(f"table {self.name}: has response_id, so its parent link must be by response_id")
+            if not self.order:
+                raise ValueError(f"table {self.name}: a table with a parent declares its order (exports write it)")
 
     @property
     def column_names(self) -> list[str]:
@@ -139,6 +184,7 @@ RESPONSES = Table(
         EXTRA,
     ),
     extensible=True,
+    order=("source_path", "source_locator", "response_id"),
 )
 
 TURNS = Table(
@@ -171,6 +217,9 @@ TURNS = Table(
         EXTRA,
     ),
     extensible=True,
+    order=("source_path", "source_locator", "record_id", "response_id", "turn_index", "part_index"),
+    # a response's messages: its own and its record's shared ones (the prompt), in conversation order
+    parent=Parent(by=("response_id", "record_id"), order=("turn_index", "part_index", "source_path", "source_locator")),
 )
 
 SENTENCE_BOUNDARIES = Table(
@@ -187,6 +236,8 @@ SENTENCE_BOUNDARIES = Table(
         EXTRA,
     ),
     extensible=True,
+    order=("source_path", "source_locator", "response_id", "sentence_num"),
+    parent=Parent(by=("response_id",), order=("sentence_num", "source_path", "source_locator")),
 )
 
 ANNOTATIONS = Table(
@@ -225,6 +276,8 @@ ANNOTATIONS = Table(
         EXTRA,
     ),
     extensible=True,
+    order=("source_path", "source_locator", "annotation_id"),
+    parent=Parent(by=("response_id", "record_id"), order=("source_path", "source_locator", "annotation_id")),
 )
 
 EVALUATIONS = Table(
@@ -244,6 +297,8 @@ EVALUATIONS = Table(
         EXTRA,
     ),
     extensible=True,
+    order=("source_path", "source_locator", "record_id", "response_id", "criterion"),
+    parent=Parent(by=("response_id", "record_id"), order=("source_path", "source_locator", "record_id", "response_id", "criterion")),
 )
 
 SOURCES = Table(
@@ -267,6 +322,7 @@ SOURCES = Table(
         C("ingest_run", STR, "id of the ingest run that wrote the file's rows"),
         C("ingested_at", TS, "when that run read the file"),
     ),
+    order=("source_path",),
 )
 
 QUARANTINE = Table(

@@ -6,7 +6,8 @@ answers among them), as ``dataset.download(annotation_options=JSON)`` writes
 them; ingesting the directory joins each pair into one record again. One item per
 source record: the selected responses of a record are its answers. The reverse
 mapping is ``unmap.py``; responses of other formats go through ``foreign.py``.
-Mapping and layout: docs/formats/dataloop.md#export.
+Records are staged (one parent per record) and written a window at a time with the
+export kit (``warehouse.exports.kit``). Mapping and layout: docs/formats/dataloop.md#export.
 """
 
 from __future__ import annotations
@@ -14,85 +15,30 @@ from __future__ import annotations
 import os
 from collections import Counter
 
-from warehouse.exports import ExportContext, ExportFormat, jsontext
-from warehouse.exports.conversation import ANSWER_FIELDS, TURN_FIELDS
-from warehouse.exports.generic import CHILDREN, belonging, record_tables, rows_text, windows
-from warehouse.exports.names import fit, safe_parts
+from warehouse.exports import kit
 
 from . import foreign, unmap
 
-#: The selected source records are staged in output order (``n``: as the files were) with their
-#: selected responses, turns and annotations, then read a window of records at a time: one query
-#: aggregating the lists of a whole large selection would not fit the export's memory limit.
-STAGE_SQL = [
-    """
-    CREATE OR REPLACE TEMP TABLE x_records AS
-    SELECT row_number() OVER (ORDER BY path, position NULLS FIRST, locator, record_id) AS n,
-           record_id, source_format, count(*) OVER file AS file_records, row_number() OVER file - 1 AS file_position
-    FROM (
-        SELECT record_id, any_value(source_format) AS source_format, min(source_path) AS path,
-               min(record_index) AS position, min(source_locator) AS locator
-        FROM responses WHERE response_id IN (SELECT response_id FROM selected) GROUP BY record_id
-    )
-    WINDOW file AS (PARTITION BY path ORDER BY position NULLS FIRST, locator, record_id
-                    ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
-    """,
-    # a record's selected responses (candidate order)
-    """
-    CREATE OR REPLACE TEMP TABLE x_responses AS
-    SELECT x.n, sel AS row FROM x_records AS x JOIN (
-        SELECT r.response_id, r.record_id, r.source_format, r.source_path, r.source_locator, r.record_index,
-               r.candidate_index, r.prompt, r.response, r.system_prompt, r.inference_model, r.capture_date, r.tags,
-               r.dltype, r.item_id, r.dataset_id, r.item_filename, r.item_creator, r.item_created_at, r.item_updated_at,
-               r.prompt_key, r.model_id, r.model_confidence, r.response_ref, r.response_mimetype, r.answers_turn,
-               CASE WHEN r.source_format = 'dataloop' THEN r.extra END AS extra
-        FROM responses AS r WHERE r.response_id IN (SELECT response_id FROM selected)
-    ) AS sel USING (record_id)
-    ORDER BY x.n
-    """,
-    # for Dataloop records: the turns and annotations that go with the selected responses
-    """
-    CREATE OR REPLACE TEMP TABLE x_turns AS
-    SELECT x.n, t AS row FROM x_records AS x JOIN turns AS t USING (record_id)
-    WHERE x.source_format = 'dataloop' AND (t.response_id IS NULL OR t.response_id IN (SELECT response_id FROM selected))
-    ORDER BY x.n
-    """,
-    # for records of other formats: what their conversations need (conversation())
-    f"""
-    CREATE OR REPLACE TEMP TABLE x_conversation_turns AS
-    SELECT x.n, {TURN_FIELDS} AS row FROM x_records AS x JOIN turns AS c USING (record_id)
-    WHERE x.source_format <> 'dataloop'
-    ORDER BY x.n
-    """,
-    f"""
-    CREATE OR REPLACE TEMP TABLE x_conversation_answers AS
-    SELECT x.n, {ANSWER_FIELDS} AS row FROM x_records AS x JOIN responses AS c USING (record_id)
-    WHERE x.source_format <> 'dataloop' AND c.answers_turn IS NOT NULL
-    ORDER BY x.n
-    """,
-    """
-    CREATE OR REPLACE TEMP TABLE x_annotations AS
-    SELECT x.n, a AS row FROM x_records AS x JOIN annotations AS a USING (record_id)
-    WHERE x.source_format = 'dataloop' AND (a.response_id IS NULL OR a.response_id IN (SELECT response_id FROM selected))
-    ORDER BY x.n
-    """,
-]
-
+#: one parent per source record, in the order of the files (by the record's selected responses)
+RECORD = ("r.record_id",)
+ORDER = "min(r.source_path), min(r.record_index) NULLS FIRST, min(r.source_locator), r.record_id"
+#: a record's format, and its place among the file's selected records (to name the items of another format's file)
+COLUMNS = (
+    "any_value(r.source_format) AS source_format, count(*) OVER (PARTITION BY min(r.source_path)) AS file_records, "
+    "row_number() OVER (PARTITION BY min(r.source_path) ORDER BY min(r.record_index) NULLS FIRST, min(r.source_locator), "
+    "r.record_id) - 1 AS file_position"
+)
+#: what the item files need of a selected response
+RESPONSE = "{" + ", ".join(f"'{c}': c.{c}" for c in (
+    "response_id", "record_id", "source_format", "source_path", "source_locator", "record_index", "candidate_index", "prompt",
+    "response", "system_prompt", "inference_model", "capture_date", "tags", "dltype", "item_id", "dataset_id",
+    "item_filename", "item_creator", "item_created_at", "item_updated_at", "prompt_key", "model_id", "model_confidence",
+    "response_ref", "response_mimetype", "answers_turn")) + ", 'extra': CASE WHEN c.source_format = 'dataloop' THEN c.extra END}"
+NATIVE = "p.source_format = 'dataloop'"
+LISTS = {name: name for name in ("responses", "turns", "annotations", "conversation_turns", "conversation_answers")}
 #: one row per staged record in the window: its lists as JSON, and its place among its file's records
-RECORDS_WINDOW = """
-SELECT to_json({{responses: s.v, turns: t.v, annotations: a.v, conversation_turns: ct.v, conversation_answers: ca.v}})::VARCHAR,
-       x.file_records, x.file_position
-FROM (SELECT * FROM x_records WHERE n BETWEEN {lo} AND {hi}) AS x
-JOIN (SELECT n, list(row ORDER BY row.candidate_index, row.source_locator, row.response_id) AS v
-      FROM x_responses WHERE n BETWEEN {lo} AND {hi} GROUP BY n) AS s USING (n)
-LEFT JOIN (SELECT n, list(row ORDER BY row.turn_index, row.part_index NULLS FIRST, row.source_locator) AS v
-           FROM x_turns WHERE n BETWEEN {lo} AND {hi} GROUP BY n) AS t USING (n)
-LEFT JOIN (SELECT n, list(row ORDER BY row.source_locator, row.annotation_id) AS v
-           FROM x_annotations WHERE n BETWEEN {lo} AND {hi} GROUP BY n) AS a USING (n)
-LEFT JOIN (SELECT n, list(row) AS v FROM x_conversation_turns WHERE n BETWEEN {lo} AND {hi} GROUP BY n) AS ct USING (n)
-LEFT JOIN (SELECT n, list(row) AS v FROM x_conversation_answers WHERE n BETWEEN {lo} AND {hi} GROUP BY n) AS ca USING (n)
-ORDER BY x.n
-"""
+SELECT = ("to_json({responses: responses, turns: turns, annotations: annotations, conversation_turns: conversation_turns, "
+          "conversation_answers: conversation_answers})::VARCHAR, file_records, file_position")
 
 
 #: per other format, the folder all its selected files are under: the common prefix of the first and last paths
@@ -103,23 +49,27 @@ GROUP BY source_format
 """
 
 
-def write(ctx: ExportContext) -> int:
+def write(ctx: kit.ExportContext) -> int:
     for folder in ("items", "json"):
         os.makedirs(os.path.join(ctx.out, folder))
     roots = {fmt: _common_folder(low, high) for fmt, low, high in ctx.con.execute(FOREIGN_ROOTS_SQL).fetchall()}
     export = _Export(ctx.out, roots)
-    for sql in STAGE_SQL:
-        ctx.con.execute(sql).fetchall()
-    total = ctx.con.execute("SELECT count(*) FROM x_records").fetchall()[0][0]
-    for lo, hi in windows(total):
-        batch = ctx.con.sql(RECORDS_WINDOW.format(lo=lo, hi=hi)).to_arrow_table()
+    total = kit.stage(ctx, per=RECORD, order=ORDER, columns=COLUMNS)
+    # a record's selected responses (candidate order); for Dataloop records the turns and annotations that
+    # go with them, for records of other formats what their conversations need
+    kit.stage_children(ctx, "responses", row=RESPONSE, order=("c.candidate_index", "c.source_locator", "c.response_id"))
+    kit.stage_children(ctx, "turns", parents=NATIVE)
+    kit.stage_children(ctx, "annotations", parents=NATIVE)
+    kit.stage_conversations(ctx, parents=f"NOT ({NATIVE})")
+    for lo, hi in kit.windows(total):
+        batch = ctx.con.sql(kit.window_sql(lo, hi, LISTS, select=SELECT)).to_arrow_table()
         texts, counts, positions = (batch.column(i).to_pylist() for i in range(3))
         for text, count, position in zip(texts, counts, positions):
-            export.record(_loads(text), position if count > 1 else None)
+            export.record(kit.loads(text), position if count > 1 else None)  # NaN, wide integers, deep values too
         ctx.progress(export.seen)
     ctx.notes += export.notes()
     if export.foreign:
-        rows = rows_text(belonging(ctx, "r.source_format IS DISTINCT FROM 'dataloop'", (*CHILDREN, *record_tables())))
+        rows = kit.rows_text(kit.count_belonging(ctx, "r.source_format IS DISTINCT FROM 'dataloop'", kit.children()))
         if rows:
             ctx.notes.append(f"the {rows} of the responses of other formats are not carried by their prompt items")
     return export.written
@@ -181,15 +131,7 @@ def _write_files(out: str, name: str, files: unmap.Files) -> None:
         path = os.path.join(out, folder, *name.split("/"))
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as f:
-            f.write(_dumps(obj, indent))
-
-
-def _loads(text: str):
-    return jsontext.loads(text)  # NaN, an integer wider than 64 bits, a deep value: the stdlib
-
-
-def _dumps(obj, indent: bool) -> bytes:
-    return jsontext.dumps(obj, indent=indent)  # the stdlib for an integer wider than 64 bits or a deep value
+            f.write(kit.dumps(obj, indent=indent))  # the stdlib for an integer wider than 64 bits or a deep value
 
 
 # --- names -----------------------------------------------------------------------------------------
@@ -197,8 +139,8 @@ def _dumps(obj, indent: bool) -> bytes:
 
 def _clean(path: str) -> list[str]:
     """A name from data as the export writes it: safe to write, read back by the ingest
-    (``warehouse.exports.names``), ending in ``.json``."""
-    parts = safe_parts(path.replace("\\", "/"))
+    (``kit.safe_parts``), ending in ``.json``."""
+    parts = kit.safe_parts(path.replace("\\", "/"))
     if not parts:
         return ["item.json"]
     if not parts[-1].endswith(".json"):
@@ -247,7 +189,7 @@ class Names:
 
     def claim(self, parts: list[str]) -> str:
         if any("/".join(parts[:i]) in self.files for i in range(1, len(parts))):
-            parts = [fit("_".join(parts))]  # a folder named like an item file: no folders then
+            parts = [kit.fit("_".join(parts))]  # a folder named like an item file: no folders then
         stem, ext = os.path.splitext(parts[-1])
         n = 1
         while True:
@@ -265,7 +207,7 @@ class Names:
         return path not in self.files and path not in self.folders
 
 
-EXPORT = ExportFormat(
+EXPORT = kit.ExportFormat(
     "dataloop",
     "a Dataloop dataset download: items/<name> prompt files (or llm_trace documents) and json/<name> item JSON with the answers",
     directory=True,

@@ -2,7 +2,7 @@
 
 One source record (an AfterImage line, a Scale turn, a trait-interp response, ...)
 becomes one prompt item. Its prompt file holds the messages of its responses'
-conversations (``warehouse.exports.conversation``, the rule every export follows)
+conversations (``kit.conversation``, the rule every export follows)
 before their answers, one prompt per message with its role (``system``, ``user``,
 an earlier ``assistant`` message; text and image elements), keyed ``"1"``, ``"2"``,
 ... as ``PromptItem.add`` keys them; tool messages and tool calls have no place
@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from warehouse.exports.conversation import conversation
+from warehouse.exports import kit
 
 from . import detect
 from .prompts import METADATA
@@ -72,7 +72,7 @@ def _context(r: dict, turns: list[dict], answers: list[dict], answering: set[str
     """The messages before the response's answer, as (role, elements): its conversation, less the
     answers this item holds anyway (an earlier answer of the record is an annotation, not a prompt)
     and what a prompt cannot hold (tool messages, tool calls)."""
-    c = conversation(dict(r, turns=turns, answers=answers))
+    c = kit.conversation(dict(r, turns=turns, answers=answers))
     left.update(c.left_out)
     messages = list(zip(c.messages, c.owners))
     if messages and messages[-1][1] == r["response_id"]:

@@ -17,10 +17,11 @@ columns, ``extra.item`` or annotations.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from warehouse.exports import kit
 
 from . import detect
 from .download import SIBLING
@@ -144,13 +145,13 @@ def _message(t: dict, model_id: str | None) -> dict:
     m: dict[str, Any] = {"role": t["role"]}
     # list content is in content_parts as written, object content stayed verbatim in extra
     if t.get("content_parts") is not None:
-        m["content"] = _json(t["content_parts"])
+        m["content"] = kit.json_value(t["content_parts"])
     else:
         m["content"] = extra.pop("content") if "content" in extra else t.get("content")
     if t.get("reasoning_content") is not None:
         m["reasoning_content"] = t["reasoning_content"]
     if t.get("tool_calls") is not None:
-        m["tool_calls"] = _json(t["tool_calls"])
+        m["tool_calls"] = kit.json_value(t["tool_calls"])
     if t.get("tool_call_id") is not None:
         m["tool_call_id"] = t["tool_call_id"]
     if t.get("tool_name") is not None:
@@ -227,11 +228,6 @@ def annotation_json(a: dict) -> dict:
 
 
 # --- helpers ---------------------------------------------------------------------------------------------------
-
-
-def _json(value: Any) -> Any:
-    """A JSON column's value: text in the staged rows of an export, already parsed when read with to_json."""
-    return json.loads(value) if isinstance(value, str) else value
 
 
 def merge(base: dict, extra: dict) -> dict:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from warehouse.tables import BOOL, EXTRA, F64, I32, I64, RECORD_ID, STR, C, Column, Table, provenance
+from warehouse.tables import BOOL, EXTRA, F64, I32, I64, RECORD_ID, STR, C, Column, Parent, Table, provenance
 
 RESPONSE_COLUMNS: tuple[Column, ...] = (
     C("source_id", STR, "Scale `source_id` of the candidate message: who produced it (`model_1`, `base_model`, ...); NULL on a turn with no candidate"),
@@ -27,6 +27,15 @@ ANNOTATION_COLUMNS: tuple[Column, ...] = (
 )
 
 COLUMNS = {"responses": RESPONSE_COLUMNS, "turns": TURN_COLUMNS, "annotations": ANNOTATION_COLUMNS}
+
+
+#: where a row was read, then its record and response: a total order of each table below
+ORDER = ("source_path", "source_locator", "record_id", "response_id")
+
+
+def _of_message(index: str) -> Parent:
+    """A message's rows belong to the message's response (or, in a prompt message, to the whole record)."""
+    return Parent(by=("response_id", "record_id"), order=("turn_index", index, "source_path", "source_locator"))
 
 
 def _message_links() -> tuple[Column, ...]:
@@ -63,6 +72,8 @@ TABLES: tuple[Table, ...] = (
             *provenance(),
             EXTRA,
         ),
+        order=ORDER,
+        parent=_of_message("attachment_index"),
     ),
     Table(
         "chunks",
@@ -76,6 +87,8 @@ TABLES: tuple[Table, ...] = (
             *provenance(),
             EXTRA,
         ),
+        order=ORDER,
+        parent=_of_message("chunk_index"),
     ),
     Table(
         "reference_texts",
@@ -90,6 +103,8 @@ TABLES: tuple[Table, ...] = (
             *provenance(),
             EXTRA,
         ),
+        order=ORDER,
+        parent=_of_message("reference_index"),
     ),
     Table(
         "rubric_criteria",
@@ -109,5 +124,8 @@ TABLES: tuple[Table, ...] = (
             *provenance(),
             EXTRA,
         ),
+        order=ORDER[:3],
+        # a turn's rubric is about the whole record: every candidate of the turn is scored against it
+        parent=Parent(by=("record_id",), order=("rubric_index", "criterion_index", "source_path", "source_locator")),
     ),
 )

@@ -13,7 +13,9 @@ connection is sandboxed (``where.py``).
 Formats are a registry of small frozen dataclasses: the generic ones live in
 ``warehouse.exports.generic``; the ones back to a source format are the installed
 formats' ``Ingestor.exporter`` (each format knows its own shape), found through
-``warehouse.registry``.
+``warehouse.registry``. Both are written with one public kit, ``warehouse.exports.kit``:
+staging of the selection and its children (joins generated from the tables' declared
+parent links), windows, the conversation of a response, JSON, notes.
 """
 
 from __future__ import annotations

@@ -62,6 +62,24 @@ def loads(text: str | bytes) -> Any:
             return json.loads(text)
 
 
+def json_value(value: Any) -> Any:
+    """A JSON column's value: its text parsed (DuckDB hands JSON columns out as text); None, or a value
+    already parsed (a column read inside ``to_json``), as it is."""
+    return loads(value) if isinstance(value, (str, bytes)) else value
+
+
+def loads_checked(text: str | bytes) -> tuple[Any, bool]:
+    """``loads(text)``, and whether orjson read it. False when the text holds what only the standard
+    library reads: NaN or Infinity (DuckDB's ``to_json`` writes a non-finite DOUBLE bare), an integer
+    wider than 64 bits, more than 1024 levels. Write such a value back with ``dumps_stdlib``, which
+    keeps them (``dumps`` writes NaN as ``null``)."""
+    try:
+        return orjson.loads(text), True
+    except orjson.JSONDecodeError:
+        with deep_recursion():
+            return json.loads(text), False
+
+
 def dumps(value: Any, *, indent: bool = False) -> bytes:
     """Compact (or indented by 2) UTF-8 JSON; the standard library where orjson cannot (deeper than
     254 levels, integers wider than 64 bits). NaN becomes ``null`` with orjson: callers that keep

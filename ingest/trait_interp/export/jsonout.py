@@ -14,13 +14,6 @@ import os
 from typing import Any
 
 
-def loads(text: str | None) -> Any:
-    """A JSON column's value (DuckDB hands JSON out as text)."""
-    if text is None or not isinstance(text, str):
-        return text
-    return json.loads(text)
-
-
 def dumps(value: Any, level: int = 0) -> str:
     """Indented by 2; lists of numbers, strings, booleans and nulls on one line."""
     if isinstance(value, dict):

@@ -12,9 +12,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from warehouse.exports import kit
+
 from ..sidecars import TEXT_KEYS
 from .annotations import idx_value
-from .jsonout import loads
 
 _INDEX = re.compile(r"\[(\d+)\]$")
 
@@ -29,11 +30,11 @@ def set_path(prompt_set: str, set_kind: str) -> str:
 def prompt_set_document(rows: list[dict]) -> Any:
     """One set file from its ``prompts`` rows (all of one source file)."""
     if len(rows) == 1 and not rows[0]["source_locator"]:
-        return _root(rows[0], rows[0].get("system_prompt"), (loads(rows[0].get("extra")) or {}).get("set"))
+        return _root(rows[0], rows[0].get("system_prompt"), (kit.json_value(rows[0].get("extra")) or {}).get("set"))
     rows = sorted(rows, key=lambda r: int(_INDEX.search(r["source_locator"]).group(1)))
     first = rows[0]
     shape = "array" if first["source_locator"].startswith("[") else first["source_locator"].split("[")[0].lstrip(".")
-    extras = [dict(loads(r.get("extra")) or {}) for r in rows]
+    extras = [dict(kit.json_value(r.get("extra")) or {}) for r in rows]
     set_extra = next((e.pop("set") for e in extras if "set" in e), None)
     for e in extras:
         e.pop("set", None)

@@ -7,15 +7,12 @@ keys in ``metadata``), except a legacy nested record whose ``prompt``/``response
 objects held more than text and tokens: it comes out nested, so those keys go
 back where they were. The round trip is on the rows, not the bytes.
 
-Responses of other formats get a minimal record: prompt, response, system
-prompt, the trait-interp fields they have, and where they came from in ``source``.
+Responses of other formats get a minimal record instead (``trait_interp/foreign.py``).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from .jsonout import loads
+from warehouse.exports import kit
 
 #: written when not null, in the order trait-interp's writers use
 OPTIONAL = ("prefill_end", "inference_model", "prompt_note", "capture_date", "tags")
@@ -27,7 +24,7 @@ _FLAT_KEYS = ("prompt", "response", "tokens", "token_ids", "prompt_end")
 
 def native_record(row: dict, turns: list[dict] | None = None, sentences: list[dict] | None = None) -> dict:
     """The trait-interp record a ``responses`` row of format trait_interp was read from (up to its shape)."""
-    extra = dict(loads(row.get("extra")) or {})
+    extra = dict(kit.json_value(row.get("extra")) or {})
     if any(k in extra for k in _FLAT_KEYS):
         rec = _nested(row, extra)
     else:
@@ -46,7 +43,7 @@ def native_record(row: dict, turns: list[dict] | None = None, sentences: list[di
         rec["turn_boundaries"] = [turn_boundary(t) for t in turns]
     if sentences:
         rec["sentence_boundaries"] = [sentence_boundary(s) for s in sentences]
-    source = loads(row.get("rollout_source"))
+    source = kit.json_value(row.get("rollout_source"))
     if source is not None:
         rec["source"] = source
     rec.update(extra)
@@ -80,7 +77,7 @@ def turn_boundary(t: dict) -> dict:
     for key in TURN_KEYS:
         if t.get(key) is not None:
             out[key] = t[key]
-    out.update(loads(t.get("extra")) or {})
+    out.update(kit.json_value(t.get("extra")) or {})
     return out
 
 
@@ -88,29 +85,5 @@ def sentence_boundary(s: dict) -> dict:
     out = {"sentence_num": s.get("sentence_num"), "token_start": s.get("token_start"), "token_end": s.get("token_end")}
     if s.get("cue_p") is not None:
         out["cue_p"] = s["cue_p"]
-    out.update(loads(s.get("extra")) or {})
+    out.update(kit.json_value(s.get("extra")) or {})
     return out
-
-
-#: columns of other formats' rows that trait-interp's schema has too
-FOREIGN_FIELDS = ("tokens", "token_ids", "prompt_end", *OPTIONAL, *SCORES)
-
-
-def foreign_record(row: dict) -> dict:
-    """A response of another format as a minimal trait-interp record.
-
-    Rows without prompt or response text are left out before (``layout.ROWS_SQL``):
-    trait-interp records need both.
-    """
-    rec: dict[str, Any] = {"prompt": row["prompt"], "response": row["response"], "system_prompt": row.get("system_prompt")}
-    for key in FOREIGN_FIELDS:
-        if row.get(key) is not None:
-            rec[key] = row[key]
-    rec["source"] = {
-        "type": "response-warehouse",
-        "source_format": row.get("source_format"),
-        "source_path": row.get("source_path"),
-        "source_locator": row.get("source_locator"),
-        "candidate_index": row.get("candidate_index"),
-    }
-    return rec

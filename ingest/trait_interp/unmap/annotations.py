@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from .jsonout import loads
+from warehouse.exports import kit
 
 #: a span row's locator: its entry's locator, then ``.spans[j]`` (``[j]`` in the dense form)
 _SPAN_LOCATOR = re.compile(r"^(.*?)(?:\.\w+)?\[(\d+)\]$")  # lazy: the shortest entry that fits
@@ -81,10 +81,10 @@ def document(form: str, set_row: dict, rows: Iterable[dict]) -> Any:
 def _root(set_row: dict) -> dict:
     root: dict[str, Any] = {}
     for key in ("metadata", "categories"):
-        value = loads(set_row.get(key))
+        value = kit.json_value(set_row.get(key))
         if value is not None:
             root[key] = value
-    for k, v in (loads(set_row.get("extra")) or {}).items():
+    for k, v in (kit.json_value(set_row.get("extra")) or {}).items():
         root.setdefault(k, v)
     return root
 
@@ -97,7 +97,7 @@ def _unified_entry(e: dict) -> dict:
     if response is not None:
         if response.get("note") is not None:
             out["note"] = response["note"]
-        for k, v in (loads(response.get("extra")) or {}).items():
+        for k, v in (kit.json_value(response.get("extra")) or {}).items():
             out.setdefault(k, v)  # the entry's own keys win: they are what the rows were read from
     return out
 
@@ -110,7 +110,7 @@ def _span_item(row: dict) -> dict:
         item["intensity"] = _number(row["intensity"])
     if row.get("note") is not None:
         item["note"] = row["note"]
-    for k, v in (loads(row.get("extra")) or {}).items():
+    for k, v in (kit.json_value(row.get("extra")) or {}).items():
         item.setdefault(k, v)
     return item
 
@@ -127,7 +127,7 @@ def _keyed_entry(e: dict, list_key: str, item) -> dict:
         positions.setdefault(j, []).append(r)
     out: dict[str, Any] = {list_key: [item(rows) for rows in positions.values()]}
     if e["response"] is not None:
-        for k, v in (loads(e["response"].get("extra")) or {}).items():
+        for k, v in (kit.json_value(e["response"].get("extra")) or {}).items():
             out.setdefault(k, v)
     return out
 
@@ -144,7 +144,7 @@ def _exploitation(rows: list[dict]) -> dict:
     multiple = sorted((r for r in rows if _MULTIPLE.search(r["source_locator"])),
                       key=lambda r: int(_MULTIPLE.search(r["source_locator"]).group(1)))
     row = (plain or multiple)[0]
-    extra = dict(loads(row.get("extra")) or {})
+    extra = dict(kit.json_value(row.get("extra")) or {})
     item: dict[str, Any] = {}
     if "bias" in extra:
         item["bias"] = extra.pop("bias")
@@ -163,5 +163,5 @@ def _exploitation(rows: list[dict]) -> dict:
 def _audit_item(rows: list[dict]) -> dict:
     row = rows[0]
     item = {"token_start": row.get("token_start"), "token_end": row.get("token_end"), "label": row.get("category")}
-    item.update(loads(row.get("extra")) or {})
+    item.update(kit.json_value(row.get("extra")) or {})
     return item

@@ -1,4 +1,4 @@
-"""Rows back into Scale JSON: the mapping of docs/formats/scale.md in reverse.
+"""Rows back into Scale JSON: the mapping of docs/formats/scale.md in reverse (every format's is its ``unmap``).
 
 Every row the ingest wrote knows where it came from: ``source_locator`` is its
 JSON path (``[2].threads[0].turns[1].messages[3].annotations[0]``). Rebuilding

@@ -1,20 +1,17 @@
-"""The ingest mapping in reverse: warehouse rows back into AfterImage rows.
+"""The ingest mapping in reverse (every format's is its ``unmap``): warehouse rows back into AfterImage rows.
 
 ``afterimage_row`` rebuilds a row the afterimage ingest read: every column goes
 back to the field it came from and every ``extra`` key to the place the
 mapping took it from, so ingesting the row again gives the same rows.
-``foreign_row`` writes a response of another format with a minimal mapping
-(its conversation, by the rule every export follows, as user and assistant messages). docs/formats/afterimage.md#export
+Responses of other formats get a minimal mapping instead (``foreign.py``).
+docs/formats/afterimage.md#export
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
-from warehouse.exports import jsontext
-
-from warehouse.exports.conversation import conversation, media_of, text_of
+from warehouse.exports import kit
 
 from .evaluation import FINAL, GRADE
 
@@ -26,13 +23,9 @@ CRITERIA = ("coherence", "factuality", "grounding", "helpfulness", "relevance")
 GRADES = ("perfect", "good", "needs_improvement", "bad", "not_acceptable")
 
 
-def _json(value: str | None) -> Any:
-    return None if value is None else jsontext.loads(value)
-
-
 def afterimage_row(r: dict) -> dict:
     """An AfterImage row from a response the afterimage ingest wrote, with its turns and evaluations."""
-    extra = dict(_json(r["extra"]) or {})
+    extra = dict(kit.json_value(r["extra"]) or {})
     row: dict[str, Any] = {
         "conversations": [_message(t) for t in r["turns"] or ()],
         "metadata": _metadata(r, extra.pop("metadata", None)),
@@ -57,7 +50,7 @@ def afterimage_row(r: dict) -> dict:
 
 def _message(t: dict) -> dict:
     return {"role": t["role"], "content": t["content"], "reasoning_content": t["reasoning_content"],
-            **(_json(t["extra"]) or {})}
+            **(kit.json_value(t["extra"]) or {})}
 
 
 def _metadata(r: dict, rest: dict | None) -> dict:
@@ -81,7 +74,7 @@ def _evaluation(rows, rest: dict | None) -> tuple[dict | None, float | None]:
         final is not None and final["score_scale"] == "0-100" and not final["score"] > 1)
     evaluation: dict[str, Any] = {}
     for e in criteria:
-        entry_extra = _json(e["extra"]) or {}
+        entry_extra = kit.json_value(e["extra"]) or {}
         key = "comment" if points and "comment" not in entry_extra else "feedback"
         evaluation[e["criterion"]] = {"score": e["score"], key: e["feedback"], **entry_extra}
     if grade is not None:
@@ -93,46 +86,13 @@ def _evaluation(rows, rest: dict | None) -> tuple[dict | None, float | None]:
             evaluation[FINAL] = final["score"]  # only the copy inside evaluation was there
         else:
             top = final["score"]
-            inner = (_json(final["extra"]) or {}).get(f"evaluation.{FINAL}")
+            inner = (kit.json_value(final["extra"]) or {}).get(f"evaluation.{FINAL}")
             if inner is not None:
                 evaluation[FINAL] = inner
     if not evaluation:
         # a judge's 0.0 with an empty evaluation is a score; with no evaluation it would read as the default
         return ({} if top == 0.0 else None), top
     return evaluation, top
-
-
-def foreign_row(r: dict) -> tuple[dict | None, Counter]:
-    """(an AfterImage row, what its conversation held that AfterImage cannot) for a response of another format.
-
-    Its conversation (``warehouse.exports.conversation``, the rule ``openai_chat``
-    follows too): user and assistant messages become ``conversations`` (their
-    text), system messages ``system_prompt_parts``; tool messages, tool calls and
-    media parts are left out and counted. None when no user or assistant text is left.
-    """
-    c = conversation(r)
-    left = Counter(c.left_out)
-    conversation_rows = []
-    for m in c.messages:
-        left.update({"tool call": len(m.get("tool_calls") or ()), "media part": len(media_of(m))})
-        text = text_of(m)
-        if m["role"] in ("user", "assistant") and text is not None:
-            conversation_rows.append({"role": m["role"], "content": text, "reasoning_content": None})
-        elif m["role"] == "tool":
-            left["tool message"] += 1
-    if not conversation_rows:
-        return None, left
-    row: dict[str, Any] = {
-        "conversations": conversation_rows,
-        "metadata": {"source_format": r["source_format"], "response_id": r["response_id"]},
-        "instruction_context": None,
-        "response_context": None,
-        "persona": None,
-    }
-    system = [text_of(m) for m in c.messages if m["role"] in ("system", "developer") and text_of(m) is not None]
-    if system:
-        row["system_prompt_parts"] = system
-    return row, left
 
 
 def fits_current_types(row: dict) -> bool:
