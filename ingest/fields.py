@@ -9,9 +9,10 @@ key and what was found; the record is quarantined with that message.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from warehouse.records import RecordError
+from warehouse.records import RecordContext, RecordError
 
 
 def json_type(v: Any) -> str:
@@ -178,3 +179,33 @@ class Fields:
         """Keys not used: what goes to ``extra``. None when nothing is left."""
         left = {k: v for k, v in self.obj.items() if k not in self.used}
         return left or None
+
+
+# --- objects and lists of objects inside a record ------------------------------------------------
+#
+# Every mapping reads nested objects the same way: check that the value is an object (else the
+# record is quarantined, naming what was expected and where), wrap it in a reader that knows its
+# place, and give each row it yields that place as ``source_locator``. These two helpers are that
+# idiom, once. ``reader`` is ``Fields`` or a format's own reader of the same shape (``reader(obj,
+# sub)`` with a ``sub`` attribute), such as Dataloop's ``Taker``.
+
+
+def as_fields(value: Any, what: str, sub: str = "", reader: Callable[[dict, str], Any] = Fields) -> Any:
+    """A reader over ``value``, which must be a JSON object (``what`` names it in the message)."""
+    return reader(expect_object(value, what, sub), sub)
+
+
+#: one element of a list inside a record, as ``children`` yields it: (its index, the reader over it,
+#: whose ``sub`` is its place in the record (``.messages[1]``), and its place in the source file
+#: (``ctx.locate(sub)``), the ``source_locator`` of its rows). A plain tuple: mappings make millions.
+Child = tuple[int, Any, str]
+
+
+def children(items: list | None, sub: str, what: str, ctx: RecordContext | None = None,
+             reader: Callable[[dict, str], Any] = Fields) -> Iterator[Child]:
+    """Each element of the list at ``sub`` (``.messages``; None: no elements), in order, as
+    ``(index, reader, locator)``, read with ``reader``. Every element must be a JSON object
+    (``what`` names one in the message). Without ``ctx`` the locator is the sub-locator alone."""
+    for i, item in enumerate(items or ()):
+        at = f"{sub}[{i}]"
+        yield i, reader(expect_object(item, what, at), at), ctx.locate(at) if ctx is not None else at

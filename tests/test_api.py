@@ -104,7 +104,7 @@ def test_one_warehouse_is_shared_by_threads(root):
         "sql": wh.sql("SELECT count(*) FROM evaluations").fetchall(),
         "params": wh.sql("SELECT count(*) FROM responses WHERE source_format = ?", ["scale"]).fetchall(),
         "scan": steering.collect().height,
-        "arrow": wh.arrow("annotated_spans").num_rows,
+        "arrow": wh.read_arrow("annotated_spans").num_rows,
         "views": wh.views,
     }
     calls = {
@@ -112,7 +112,7 @@ def test_one_warehouse_is_shared_by_threads(root):
         "sql": lambda: wh.sql("SELECT count(*) FROM evaluations").fetchall(),
         "params": lambda: wh.sql("SELECT count(*) FROM responses WHERE source_format = ?", ["scale"]).fetchall(),
         "scan": lambda: steering.collect().height,  # one LazyFrame, collected by every thread at once
-        "arrow": lambda: wh.arrow("annotated_spans").num_rows,
+        "arrow": lambda: wh.read_arrow("annotated_spans").num_rows,
         "views": lambda: wh.views,
     }
     start = threading.Barrier(6)
@@ -173,7 +173,7 @@ def test_a_snapshot_whose_files_were_deleted_says_to_refresh(tmp_path, monkeypat
     advice = r"later ingests replaced it and deleted \d+ of its files .* Call wh.refresh\(\)"
     calls = {"read": lambda: wh.read("responses"), "sql": lambda: wh.sql("SELECT * FROM responses").fetchall(),
              "old LazyFrame": lf.collect, "new LazyFrame": lambda: wh.scan("responses").collect(),
-             "arrow": lambda: wh.arrow("sources")}
+             "arrow": lambda: wh.read_arrow("sources")}
     for name, call in calls.items():
         with pytest.raises(StorageError, match=advice):
             call()
@@ -203,12 +203,14 @@ def test_sql_returns_a_relation_with_or_without_parameters(root):
 
 
 @pytest.mark.parametrize("name, target", [("ingest", "warehouse.runner:ingest"), ("export", "warehouse.exports:export"),
-                                          ("tokenize", "warehouse.runner:ingest")])
+                                          ("tokenize", "warehouse.runner:ingest"), ("sql", "warehouse.query:sql"),
+                                          ("stats", "warehouse.query:stats")])
 def test_the_top_level_functions_take_typed_keywords(name, target):
     """No **options: every parameter is named and annotated, and is a parameter of what it calls, with its default."""
     module, attr = target.split(":")
     called = inspect.signature(getattr(importlib.import_module(module), attr)).parameters
-    aliases = {"format": "fmt", "tokenizer": "options"}  # named for the user, passed on under another name
+    # named for the user, passed on under another name (or, for max_record_mb, in other units)
+    aliases = {"format": "fmt", "tokenizer": "options", "max_record_mb": "max_record_bytes"}
     for p in inspect.signature(getattr(warehouse, name)).parameters.values():
         assert p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL), p
         assert p.annotation is not p.empty, p

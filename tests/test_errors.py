@@ -163,7 +163,7 @@ def test_broken_symlink_and_symlink_loop_in_a_tree(wh, tmp_path):
 
 def test_a_single_object_over_the_record_limit_is_not_loaded(wh, tmp_path):
     body = '{"prompt": "p", "response": "' + "x" * 5000 + '"}'
-    one_file(wh, tmp_path, f"{RESP}/1.json", body, max_record_bytes=1024)
+    one_file(wh, tmp_path, f"{RESP}/1.json", body, max_record_mb=1024 / 2**20)
     [q] = quarantine(wh)
     assert (q["stage"], q["raw_bytes"]) == ("read", len(body))
     assert q["error"] == (
@@ -175,7 +175,7 @@ def test_a_single_object_over_the_record_limit_is_not_loaded(wh, tmp_path):
 def test_large_arrays_are_streamed_element_by_element(wh, tmp_path):
     elements = ",".join(f'{{"prompt": "p{i}", "response": "{"y" * 300}"}}' for i in range(20))
     path, s = one_file(wh, tmp_path, "responses.json", "[" + elements + ', 7, {"prompt": "last", "response": "r"}]',
-                       max_record_bytes=1024)
+                       max_record_mb=1024 / 2**20)
     assert (s.records_ingested, s.records_quarantined) == (21, 1)
     assert wh.one("SELECT sha256 FROM sources") == __import__("hashlib").sha256(path.read_bytes()).hexdigest()
     assert quarantine(wh)[0]["locator"] == "[20]"
@@ -183,7 +183,7 @@ def test_large_arrays_are_streamed_element_by_element(wh, tmp_path):
 
 def test_a_streamed_array_with_a_syntax_error_keeps_what_came_before(wh, tmp_path):
     elements = ",".join(f'{{"prompt": "p{i}", "response": "{"z" * 300}"}}' for i in range(5))
-    path, s = one_file(wh, tmp_path, "responses.json", "[" + elements + ", {oops}]", max_record_bytes=512)
+    path, s = one_file(wh, tmp_path, "responses.json", "[" + elements + ", {oops}]", max_record_mb=512 / 2**20)
     assert s.records_ingested == 5 and s.records_quarantined == 1
     [q] = quarantine(wh)
     assert q["stage"] == "decode" and q["locator"] == "[5:]"

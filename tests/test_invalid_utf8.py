@@ -183,7 +183,7 @@ def test_a_streamed_array_stops_at_text_that_is_not_utf8_and_keeps_what_came_bef
         path, element = tmp_path / "src" / RESP / "pos.json", lambda t: {"prompt": "p", "response": t}
     elements = [element("x" * 300) for _ in range(5)] + [element(LATIN1), element("after")]
     write(path, text(elements))
-    summary = wh.ingest(tmp_path / "src", max_record_bytes=1024)
+    summary = wh.ingest(tmp_path / "src", max_record_mb=1024 / 2**20)
     assert path.stat().st_size > 1024  # streamed
     assert quarantined(wh, tmp_path / "src") == [(str(path.relative_to(tmp_path / "src")), "[5:]",
         "invalid UTF-8 in element [5] of a streamed array: the source must be UTF-8 "

@@ -220,7 +220,7 @@ def test_a_second_ingest_waits_for_the_lock_or_fails_with_no_wait(wh, tmp_path):
     steering_file(tmp_path / "src")
     with store.lock():
         with pytest.raises(LockedError, match="is being written by pid"):
-            wh.ingest(tmp_path / "src", wait_for_lock=False)
+            wh.ingest(tmp_path / "src", wait=False)
         done = threading.Event()
         t = threading.Thread(target=lambda: (wh.ingest(tmp_path / "src"), done.set()))
         t.start()

@@ -238,3 +238,27 @@ def test_sentence_texts_are_spelled_from_the_stored_tokens(ti):
         {"sentence_num": 1, "text": " Second.", "cue_p": 0.4},
         {"sentence_num": 3, "text": " Therefore (D).", "cue_p": 0.92},
     ]
+
+
+@pytest.mark.parametrize("path", [
+    EXP / "steering/cat/trait/instruct/response__5/steering/responses/baseline.json",  # responses, an array
+    TI / "datasets/inference/general/baseline.json",  # a prompt set
+    EXP / "extraction/cat/trait/base/responses/metadata.json",  # generation parameters
+    FIXTURES / "trait_interp_annotations/experiments/fa/extraction/cat/syco/base/responses/pos_annotations.json",
+], ids=["responses", "prompt set", "metadata", "annotations"])
+def test_a_files_kind_is_decided_once_and_travels_with_its_records(path, monkeypatch):
+    """`records` decides what kind of trait-interp file it reads; `map` reads that from each record's
+    envelope and never looks at the path again (it used to, once per record)."""
+    from warehouse.formats.trait_interp import TraitInterp, kinds
+    from warehouse.readers import SourceFile
+    from warehouse.records import RecordContext
+
+    asked = []
+    by_path = kinds.kind_of_path.__wrapped__  # not the cache: every question counts
+    monkeypatch.setattr(kinds, "kind_of_path", lambda p: asked.append(p) or by_path(p))
+    ti = TraitInterp()
+    with SourceFile(str(path)) as src:
+        records = list(ti.records(src))
+    assert len(asked) == 1 and len(records) >= 1
+    mapped = [ti.map(r, RecordContext(str(path), r.locator, r.index, "trait_interp")) for r in records if r.error is None]
+    assert len(asked) == 1 and mapped

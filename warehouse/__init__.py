@@ -5,6 +5,11 @@
 >>> con = warehouse.connect("wh")                             # DuckDB, every view  # doctest: +SKIP
 >>> wh = warehouse.open("wh")                                 # polars / Arrow / SQL  # doctest: +SKIP
 >>> wh.scan("responses").filter(pl.col("experiment") == "demo").collect()  # doctest: +SKIP
+>>> warehouse.sql("wh", "SELECT count(*) FROM turns").fetchall()  # doctest: +SKIP
+>>> warehouse.stats("wh")["tables"]                           # rows per table  # doctest: +SKIP
+
+Every command is a function of the same name whose parameters are the command's options:
+``warehouse ingest PATH --root wh --max-record-mb 8`` is ``warehouse.ingest(PATH, "wh", max_record_mb=8)``.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from .errors import ExportError, QueryError, StorageError, StrictModeError, Usag
 if TYPE_CHECKING:
     from .api import Warehouse, open, read, read_arrow, scan
     from .exports import ExportSummary
+    from .query import sql, stats
     from .registry import Registry
     from .runner import IngestSummary
     from .tables import TABLES
@@ -27,7 +33,7 @@ if TYPE_CHECKING:
 #: start-up, `--help`, `--version`) does not load DuckDB, Arrow or polars until they are needed
 _LAZY = {
     "Warehouse": "api", "open": "api", "read": "api", "read_arrow": "api", "scan": "api",
-    "TABLES": "tables", "connect": "views",
+    "sql": "query", "stats": "query", "TABLES": "tables", "connect": "views",
 }
 
 
@@ -48,6 +54,8 @@ __all__ = [
     "read",
     "read_arrow",
     "scan",
+    "sql",
+    "stats",
     "tokenize",
     "ExportError",
     "QueryError",
@@ -73,8 +81,8 @@ def ingest(
     strict: bool = False,
     jobs: int | None = None,
     prune: bool = False,
-    wait_for_lock: bool = True,
-    max_record_bytes: int = 64 * 1024 * 1024,
+    wait: bool = True,
+    max_record_mb: float = 64.0,
     tokenizer: StrPath | None = None,
     options: Mapping[str, Any] | None = None,
     registry: Registry | None = None,
@@ -86,30 +94,35 @@ def ingest(
     ``format`` forces one source format (default: detect per file); ``strict`` stops at the
     first bad record and changes nothing; ``jobs`` worker processes (default: one per core);
     ``prune`` drops the rows of catalogued files under ``paths`` that no longer exist;
-    ``wait_for_lock=False`` raises LockedError instead of waiting for another ingest into
-    ``root``; ``max_record_bytes`` quarantines larger records; ``tokenizer`` a local
-    tokenizer directory for annotation token ranges (a shorthand for
-    ``options={"tokenizer": DIR}``); ``options`` run options that ingestors read;
-    ``registry`` the formats to read with (default: the installed ones, ``warehouse.registry``);
-    ``progress`` on stderr;
+    ``wait=False`` raises LockedError instead of waiting for another ingest into ``root``;
+    ``max_record_mb`` quarantines larger records; ``tokenizer`` a local tokenizer directory
+    for annotation token ranges (remembered for later runs); ``options`` run options that
+    ingestors read (``tokenizer`` is one); ``registry`` the formats to read with (default:
+    the installed ones, ``warehouse.registry``); ``progress`` on stderr;
     ``fast_paths=False`` reads every record through the record path (the formats' vectorised
     paths are held to it; turn them off only to compare the two).
     """
+    from . import checks
     from .runner import ingest as _ingest
 
     if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
         paths = [paths]  # type: ignore[list-item]
+    root = checks.local_path(root)
+    checks.positive(max_record_mb, "max_record_mb", " of MB")
+    run_options = dict(options or {})
+    if tokenizer is not None:
+        run_options["tokenizer"] = checks.directory(tokenizer, "tokenizer", TOKENIZER_DIR)
     return _ingest(
         [os.fsdecode(p) for p in paths],  # type: ignore[union-attr]
-        os.fspath(root),
+        root,
         format=format,
         strict=strict,
         jobs=jobs,
         prune=prune,
-        wait_for_lock=wait_for_lock,
-        max_record_bytes=max_record_bytes,
+        wait=wait,
+        max_record_bytes=int(max_record_mb * 1024 * 1024),
         progress=progress,
-        options={**(options or {}), **({"tokenizer": os.path.abspath(tokenizer)} if tokenizer is not None else {})},
+        options=run_options,
         registry=registry,
         fast_paths=fast_paths,
     )
@@ -131,14 +144,21 @@ def export(
     own shape back (``warehouse export --help`` lists them). ``overwrite`` replaces an existing
     ``out`` directory; ``memory_limit`` is DuckDB's (it spills beyond).
     """
+    from . import checks
     from .exports import export as _export
 
-    return _export(os.fspath(root), where, format, os.fspath(out),
+    return _export(checks.local_path(root), where, format, checks.local_path(out, "out"),
                    overwrite=overwrite, memory_limit=memory_limit, progress=progress)
 
 
 def tokenize(root: StrPath, tokenizer: StrPath, *, jobs: int | None = None, progress: bool = True) -> IngestSummary:
     """Add token ranges to an existing warehouse with a local tokenizer directory; see ``warehouse tokenize``."""
+    from . import checks
     from .runner import tokenize as _tokenize
 
-    return _tokenize(os.fspath(root), os.fspath(tokenizer), jobs=jobs, progress=progress)
+    root = checks.local_path(root)
+    return _tokenize(root, checks.directory(tokenizer, "tokenizer", TOKENIZER_DIR), jobs=jobs, progress=progress)
+
+
+#: what ``tokenizer`` must name, said when it does not
+TOKENIZER_DIR = "give a local tokenizer directory, e.g. one saved with save_pretrained"

@@ -1,8 +1,11 @@
 """The warehouse from Python: DuckDB, polars (lazy or eager) and Arrow over the same views.
 
 Verbs say eagerness, as in polars: ``scan`` returns a lazy plan, ``read`` returns
-data. Every name is a view of the warehouse (``responses``, ``turns``,
-``annotated_spans``, ...; ``Warehouse.views`` lists them) or any SQL query.
+data (``read_arrow`` as Arrow). All three take the same arguments: a view of the
+warehouse (``responses``, ``turns``, ``annotated_spans``, ...; ``Warehouse.views``
+lists them), optionally filtered (``where``, SQL) and projected (``columns``); each
+is a method of ``Warehouse`` and a function of the module taking the root first.
+``sql`` runs any query.
 
 >>> import warehouse
 >>> wh = warehouse.open(SAMPLE_ROOT)
@@ -23,8 +26,10 @@ Warehouse('...', version 1, last run ...)
 >>> (lf.filter(pl.col("prompt_set") == "rm_syco/train_100")
 ...    .group_by("prompt_note").len().sort("prompt_note").collect()["len"].to_list())
 [1, 1, 1, 1, 3, 1]
->>> wh.arrow("evaluations", where="criterion = 'overall_grade'").num_rows > 0   # a pyarrow Table
+>>> wh.read_arrow("evaluations", where="criterion = 'overall_grade'").num_rows > 0   # a pyarrow Table
 True
+>>> wh.scan("turns", where="role = 'user'", columns=["content"]).collect().shape
+(94, 1)
 >>> wh.sql("SELECT count(*) AS n FROM turns").fetchall()                          # a DuckDB relation
 [(201,)]
 >>> wh.sql("SELECT count(*) FROM turns WHERE role = ?", ["assistant"]).fetchall()  # with parameters
@@ -160,8 +165,9 @@ class Warehouse:
                 return o.cursor().sql(query)
             return o.cursor().sql(query, params=params if isinstance(params, dict) else list(params))
 
-    def scan(self, name: str) -> pl.LazyFrame:
-        """A lazy polars frame over a view: nothing is read until ``.collect()``.
+    def scan(self, name: str, *, where: str | None = None, columns: Sequence[str] | None = None) -> pl.LazyFrame:
+        """A view as a lazy polars frame, optionally filtered (SQL ``where``) and projected: nothing
+        is read until ``.collect()``.
 
         Each ``collect()`` runs on a cursor of its own (collect from any thread), with
         the frame's filters and column selection pushed down into DuckDB.
@@ -169,8 +175,8 @@ class Warehouse:
         from polars.io.plugins import register_io_source
 
         o = self._open
-        query = f"SELECT * FROM {self._view(o, name)}"
         with o.reading():
+            query = self._query(o, name, where, columns)
             schema = o.cursor().sql(query).pl(lazy=True).collect_schema()
 
         def source(with_columns: list[str] | None, predicate: pl.Expr | None, n_rows: int | None,
@@ -194,11 +200,18 @@ class Warehouse:
         with o.reading():
             return self._select(o, name, where, columns).pl()
 
-    def arrow(self, name: str, *, where: str | None = None, columns: Sequence[str] | None = None) -> pa.Table:
+    def read_arrow(self, name: str, *, where: str | None = None, columns: Sequence[str] | None = None) -> pa.Table:
         """A view as a pyarrow Table, optionally filtered (SQL ``where``) and projected."""
         o = self._open
         with o.reading():
             return self._select(o, name, where, columns).to_arrow_table()
+
+    def arrow(self, name: str, *, where: str | None = None, columns: Sequence[str] | None = None) -> pa.Table:
+        """Deprecated: ``read_arrow``, the name the module function has too."""
+        import warnings
+
+        warnings.warn("Warehouse.arrow is now Warehouse.read_arrow", DeprecationWarning, stacklevel=2)
+        return self.read_arrow(name, where=where, columns=columns)
 
     def refresh(self) -> Warehouse:
         """Move to the current state of the warehouse, to see what was ingested since.
@@ -254,6 +267,10 @@ class Warehouse:
         return name
 
     def _select(self, o: _Open, name: str, where: str | None, columns: Sequence[str] | None) -> duckdb.DuckDBPyRelation:
+        return o.cursor().sql(self._query(o, name, where, columns))
+
+    def _query(self, o: _Open, name: str, where: str | None, columns: Sequence[str] | None) -> str:
+        """``SELECT columns FROM view WHERE where``, the view and the columns checked to exist."""
         view = self._view(o, name)
         cols = "*"
         if columns:
@@ -262,8 +279,7 @@ class Warehouse:
             if unknown:
                 raise UsageError(f"{view} has no column {unknown[0]!r}; its columns: {', '.join(known)}")
             cols = ", ".join(f'"{c}"' for c in columns)
-        sql = f"SELECT {cols} FROM {view}" + (f" WHERE {where}" if where else "")
-        return o.cursor().sql(sql)
+        return f"SELECT {cols} FROM {view}" + (f" WHERE {where}" if where else "")
 
 
 def open(root: str | os.PathLike) -> Warehouse:  # noqa: A001 - the verb users expect: warehouse.open(root)
@@ -271,18 +287,21 @@ def open(root: str | os.PathLike) -> Warehouse:  # noqa: A001 - the verb users e
     return Warehouse(root)
 
 
-def scan(root: str | os.PathLike, name: str) -> pl.LazyFrame:
-    """A lazy polars frame over view ``name`` of the warehouse at ``root``."""
-    return Warehouse(root).scan(name)
+def scan(root: str | os.PathLike, name: str, *, where: str | None = None,
+         columns: Sequence[str] | None = None) -> pl.LazyFrame:
+    """View ``name`` of the warehouse at ``root`` as a lazy polars frame (``Warehouse.scan``)."""
+    return Warehouse(root).scan(name, where=where, columns=columns)
 
 
-def read(root: str | os.PathLike, name: str, *, where: str | None = None, columns: Sequence[str] | None = None) -> pl.DataFrame:
-    """View ``name`` of the warehouse at ``root`` as a polars DataFrame."""
+def read(root: str | os.PathLike, name: str, *, where: str | None = None,
+         columns: Sequence[str] | None = None) -> pl.DataFrame:
+    """View ``name`` of the warehouse at ``root`` as a polars DataFrame (``Warehouse.read``)."""
     with Warehouse(root) as wh:
         return wh.read(name, where=where, columns=columns)
 
 
-def read_arrow(root: str | os.PathLike, name: str, *, where: str | None = None, columns: Sequence[str] | None = None) -> pa.Table:
-    """View ``name`` of the warehouse at ``root`` as a pyarrow Table."""
+def read_arrow(root: str | os.PathLike, name: str, *, where: str | None = None,
+               columns: Sequence[str] | None = None) -> pa.Table:
+    """View ``name`` of the warehouse at ``root`` as a pyarrow Table (``Warehouse.read_arrow``)."""
     with Warehouse(root) as wh:
-        return wh.arrow(name, where=where, columns=columns)
+        return wh.read_arrow(name, where=where, columns=columns)

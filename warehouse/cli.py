@@ -1,4 +1,11 @@
-"""The ``warehouse`` command. Every command is a thin wrapper over a public function.
+"""The ``warehouse`` command. Every command is a thin wrapper over the public function of its name.
+
+``warehouse ingest PATH --root wh --max-record-mb 8`` calls ``warehouse.ingest(PATH, "wh",
+max_record_mb=8)``: an option and the parameter it fills have the same name (``--no-wait``
+fills ``wait=False``), and the function checks the values (``warehouse.checks``), so the
+command line and Python accept and refuse the same things. Only ``--quiet`` (no progress
+bar: ``progress=False``, and no summary, which the function returns) and ``sql -f FILE``
+(the query read from a file) are the command line's own (``tests/test_parity.py``).
 
 stdout carries data only (query results, stats); progress, summaries and errors
 go to stderr. Exit codes: 0 success, 1 error, 2 usage error, 3 ``--strict``
@@ -12,10 +19,10 @@ imported inside ``main``, where a Ctrl-C is caught like anywhere else.
 from __future__ import annotations
 
 import os
-import re
 import sys
 
 from . import __version__
+from .checks import SQL_FORMATS, STATS_FORMATS
 from .errors import UsageError, WarehouseError
 
 EXIT_OK = 0
@@ -83,31 +90,11 @@ examples:
 run `warehouse COMMAND --help` for the options and examples of each command
 """
 
-#: a URL scheme (s3://, gs://, https://, file://): not a local directory
-URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-
-
 def _formats() -> list[str]:
     """The installed formats' names, read from the installed metadata: no format is imported."""
     from .registry import Registry
 
     return Registry.installed().names()
-
-
-def _local_path(option: str):
-    """An argparse type for --root / --out: a local path, never a URL (object storage is not supported yet)."""
-    import argparse
-
-    def check(value: str) -> str:
-        if URL.match(value):
-            raise argparse.ArgumentTypeError(
-                f"{value}: a URL; object storage is not supported yet: give a local directory "
-                "(copy the data down first, or mount the bucket)"
-            )
-        return value
-
-    check.__name__ = option  # argparse names the type in its messages
-    return check
 
 
 def build_parser(format_names: bool = True):
@@ -123,7 +110,6 @@ def build_parser(format_names: bool = True):
         epilog=MAIN_EXAMPLES,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    root_type = _local_path("--root")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     p = sub.add_parser(
@@ -141,13 +127,13 @@ def build_parser(format_names: bool = True):
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or directories to ingest")
-    p.add_argument("--root", required=True, type=root_type, help="warehouse directory (created when missing)")
-    p.add_argument("--format", dest="source_format", metavar="NAME",
+    p.add_argument("--root", required=True, help="warehouse directory (created when missing)")
+    p.add_argument("--format", metavar="NAME",
                    help="read every file as this format" + (": " + ", ".join(_formats()) if format_names else ""))
     p.add_argument("--strict", action="store_true", help="stop at the first bad record (file:locator: stage: message), exit 3, change nothing")
     p.add_argument("--prune", action="store_true", help="remove the rows of catalogued files under PATHs that no longer exist")
     p.add_argument("--jobs", type=int, default=None, help="worker processes (default: one per core)")
-    p.add_argument("--no-wait", action="store_true", help="fail (exit 4) instead of waiting when another ingest holds the warehouse (the default is to wait)")
+    p.add_argument("--no-wait", dest="wait", action="store_false", help="fail (exit 4) instead of waiting when another ingest holds the warehouse (the default is to wait)")
     p.add_argument("--max-record-mb", type=float, default=64.0, help="largest single record read, in MB (default 64); larger ones are quarantined")
     p.add_argument("--tokenizer", metavar="DIR", help="local tokenizer directory (transformers) for token ranges of responses without stored tokens; remembered for later runs")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary on stderr")
@@ -163,7 +149,7 @@ def build_parser(format_names: bool = True):
         epilog=TOKENIZE_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    t.add_argument("--root", required=True, type=root_type, help="warehouse directory")
+    t.add_argument("--root", required=True, help="warehouse directory")
     t.add_argument("--tokenizer", required=True, metavar="DIR", help="local tokenizer directory")
     t.add_argument("--jobs", type=int, default=None, help="worker processes (default: one per core)")
     t.add_argument("--quiet", action="store_true", help="no progress bar or summary on stderr")
@@ -181,8 +167,8 @@ def build_parser(format_names: bool = True):
     )
     q.add_argument("query", metavar="SQL", nargs="?", help="the query; - reads it from stdin")
     q.add_argument("-f", "--file", metavar="FILE", help="read the query from FILE (- for stdin)")
-    q.add_argument("--root", required=True, type=root_type, help="warehouse directory")
-    q.add_argument("--format", dest="output_format", default="table", choices=("table", "csv", "json", "jsonl"), help="output format (default: table)")
+    q.add_argument("--root", required=True, help="warehouse directory")
+    q.add_argument("--format", default="table", choices=SQL_FORMATS, help="output format (default: table)")
     q.add_argument("--max-rows", type=int, default=40, metavar="N",
                    help="rows the table format shows (default 40; 0 for all); the other formats print every row")
 
@@ -198,12 +184,12 @@ def build_parser(format_names: bool = True):
         epilog=EXPORT_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    e.add_argument("--root", required=True, type=root_type, help="warehouse directory")
+    e.add_argument("--root", required=True, help="warehouse directory")
     e.add_argument("--where", default=None,
                    help="one SQL expression on responses; subqueries may read the warehouse's views, nothing else "
                         "(default: every response)")
-    e.add_argument("--format", dest="export_format", required=True, metavar="FMT", help="output format (see below)")
-    e.add_argument("--out", required=True, type=_local_path("--out"),
+    e.add_argument("--format", required=True, metavar="FMT", help="output format (see below)")
+    e.add_argument("--out", required=True,
                    help="output file, or directory for the formats that write one (parquet, some source formats)")
     e.add_argument("--overwrite", action="store_true", help="replace an existing output directory")
     e.add_argument("--memory-limit", default="1GB", metavar="SIZE",
@@ -220,57 +206,45 @@ def build_parser(format_names: bool = True):
         epilog=STATS_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    s.add_argument("--root", required=True, type=root_type, help="warehouse directory")
-    s.add_argument("--format", dest="output_format", default="table", choices=("table", "json"), help="output format (default: table)")
+    s.add_argument("--root", required=True, help="warehouse directory")
+    s.add_argument("--format", default="table", choices=STATS_FORMATS, help="output format (default: table)")
     s.add_argument("--files", action="store_true", help="list every file, not only those with quarantined records")
     return parser
 
 
 def cmd_ingest(args) -> int:
-    from .runner import ingest
+    import warehouse
 
-    if args.max_record_mb <= 0:
-        raise UsageError("--max-record-mb must be positive")
-    summary = ingest(
+    summary = warehouse.ingest(
         args.paths,
         args.root,
-        format=args.source_format,
+        format=args.format,
         strict=args.strict,
         jobs=args.jobs,
         prune=args.prune,
-        wait_for_lock=not args.no_wait,
-        max_record_bytes=int(args.max_record_mb * 1024 * 1024),
+        wait=args.wait,
+        max_record_mb=args.max_record_mb,
+        tokenizer=args.tokenizer,
         progress=not args.quiet,
-        options={"tokenizer": _tokenizer_dir(args.tokenizer)},
     )
     if not args.quiet:
         print(summary.text(), file=sys.stderr)
     return EXIT_OK
 
 
-def _tokenizer_dir(path: str | None) -> str | None:
-    if path is None:
-        return None
-    if not os.path.isdir(path):
-        raise UsageError(f"--tokenizer {path}: not a directory (give a local tokenizer directory, e.g. one saved with save_pretrained)")
-    return os.path.abspath(path)
-
-
 def cmd_tokenize(args) -> int:
-    from .runner import tokenize
+    import warehouse
 
-    summary = tokenize(args.root, _tokenizer_dir(args.tokenizer), jobs=args.jobs, progress=not args.quiet)
+    summary = warehouse.tokenize(args.root, args.tokenizer, jobs=args.jobs, progress=not args.quiet)
     if not args.quiet:
         print(summary.text(), file=sys.stderr)
     return EXIT_OK
 
 
 def cmd_sql(args) -> int:
-    from .query import run_sql
+    import warehouse
 
-    if args.max_rows < 0:
-        raise UsageError("--max-rows must be 0 (all) or more")
-    run_sql(args.root, _query_text(args), args.output_format, sys.stdout, max_rows=args.max_rows or None)
+    warehouse.sql(args.root, _query_text(args), format=args.format, max_rows=args.max_rows)
     return EXIT_OK
 
 
@@ -296,36 +270,19 @@ def _query_text(args) -> str:
 
 
 def cmd_export(args) -> int:
-    from .exports import export
+    import warehouse
 
-    summary = export(args.root, args.where, args.export_format, args.out,
-                     overwrite=args.overwrite, progress=not args.quiet, memory_limit=args.memory_limit)
+    summary = warehouse.export(args.root, args.where, args.format, args.out,
+                               overwrite=args.overwrite, memory_limit=args.memory_limit, progress=not args.quiet)
     if not args.quiet:
         print(summary.text(), file=sys.stderr)
     return EXIT_OK
 
 
 def cmd_stats(args) -> int:
-    import orjson
+    import warehouse
 
-    from .output import render_table
-    from .query import stats
-
-    st = stats(args.root)
-    if not args.files:
-        st["files"] = [f for f in st["files"] if f["quarantined"] or f["status"] != "ingested"]
-    if args.output_format == "json":
-        sys.stdout.write(orjson.dumps(st, option=orjson.OPT_INDENT_2).decode() + "\n")
-        return EXIT_OK
-    out = sys.stdout
-    out.write(render_table(["table", "rows"], [[k, v] for k, v in st["tables"].items()]))
-    out.write("\n")
-    cols = ["format", "status", "files", "records", "ingested", "quarantined", "bytes"]
-    out.write(render_table(cols, [[r[c] for c in cols] for r in st["formats"]]))
-    if st["files"]:
-        out.write("\n" if args.files else "\nfiles with quarantined records or not ingested:\n")
-        cols = ["source_path", "source_format", "status", "records", "ingested", "quarantined"]
-        out.write(render_table(cols, [[r[c] for c in cols] for r in st["files"]]))
+    warehouse.stats(args.root, files=args.files, format=args.format)
     return EXIT_OK
 
 

@@ -27,7 +27,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.csv as pcsv
 
-FORMATS = ("table", "csv", "json", "jsonl")
+from .checks import SQL_FORMATS as FORMATS
 BATCH_ROWS = 8192
 #: rows the table format shows unless told otherwise
 TABLE_ROWS = 40

@@ -1,23 +1,27 @@
-"""``warehouse sql`` and ``warehouse stats`` as functions."""
+"""``warehouse sql`` and ``warehouse stats`` as functions: ``warehouse.sql`` and ``warehouse.stats``."""
 
 from __future__ import annotations
 
 import os
 import re
 import sys
+from collections.abc import Sequence
 from typing import IO, Any
 
 import duckdb
+import orjson
 
-from . import interrupt
+from . import checks, interrupt
+from .checks import SQL_FORMATS, STATS_FORMATS
 from .errors import QueryError, StorageError
-from .output import TABLE_ROWS, write_result
+from .output import TABLE_ROWS, render_table, write_result
 from .storage import Store
 from .tables import TABLES
 from .views import connect
 
 
 def open_existing(root: str | os.PathLike) -> duckdb.DuckDBPyConnection:
+    root = checks.local_path(root)
     if not Store(root).exists():
         raise StorageError(f"{root}: no warehouse here (no manifest.json); create one with `warehouse ingest PATH --root {root}`")
     con = connect(root)
@@ -66,34 +70,79 @@ def _views(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()]
 
 
-def run_sql(root: str | os.PathLike, sql: str, fmt: str = "table", out: IO[str] | None = None,
-            *, max_rows: int | None = TABLE_ROWS) -> int:
-    """Run ``sql`` on the warehouse at ``root`` and write the result of its last statement to ``out`` (stdout).
+def sql(
+    root: str | os.PathLike,
+    query: str,
+    params: Sequence[Any] | dict[str, Any] | None = None,
+    *,
+    format: str | None = None,
+    max_rows: int | None = TABLE_ROWS,
+    out: IO[str] | None = None,
+) -> duckdb.DuckDBPyRelation | None:
+    """Run ``query`` (DuckDB SQL, one or more statements) on the views of the warehouse at ``root``.
 
-    The table format shows ``max_rows`` rows (None: all) and counts the rest; the others write every row.
+    Without ``format``: the result of the last statement as a DuckDB relation (``.pl()``,
+    ``.arrow()``, ``.fetchall()``; None for a statement without one). With ``format`` (one of
+    ``SQL_FORMATS``): the result written to ``out`` (default stdout) as ``warehouse sql`` prints it,
+    the table format showing ``max_rows`` rows (0 or None: all); returns None. ``params`` fill ``?``
+    (a sequence) or ``$name`` (a dict) placeholders. A query DuckDB rejects is a ``QueryError`` with
+    its message (for a missing column, with the columns of the relation it names).
     """
+    checks.choice(format, "format", SQL_FORMATS)
+    checks.count(max_rows, "max_rows", least=0, meaning=" (0: all)")
     con = open_existing(root)
     try:
         try:
-            relation = con.sql(sql)
+            relation = con.sql(query) if params is None else con.sql(
+                query, params=params if isinstance(params, dict) else list(params))
         except duckdb.Error as e:
-            raise QueryError(f"{e}{missing_column_hint(con, sql, e)}") from None
-        if relation is None:  # a statement without a result (SET, CREATE VIEW, ...)
-            return 0
+            raise QueryError(f"{e}{missing_column_hint(con, query, e)}") from None
+        if format is None or relation is None:  # a statement without a result (SET, CREATE VIEW, ...)
+            con = None  # not closed: the relation holds it, open, until the relation is gone
+            return relation
         try:
-            return write_result(relation, fmt, out or sys.stdout, max_rows=max_rows)
+            write_result(relation, format, out or sys.stdout, max_rows=max_rows or None)
         except duckdb.Error as e:  # met while computing the rows: a failed cast, an out-of-range value
             raise QueryError(str(e)) from None
+        return None
     finally:
-        con.close()
+        if con is not None:
+            con.close()
 
 
-def stats(root: str | os.PathLike) -> dict[str, Any]:
+def stats(root: str | os.PathLike, *, files: bool = False, format: str | None = None,
+          out: IO[str] | None = None) -> dict[str, Any] | None:
     """Row counts per table, and records seen / ingested / quarantined per format and per file.
 
-    For every file, ``records == records_ingested + records_quarantined`` (count conservation).
+    For every file, ``records == ingested + quarantined`` (count conservation). ``files`` lists
+    every file; by default only those with quarantined records or not ingested. Without
+    ``format``: a dict ``{"tables", "formats", "files"}``; with ``format`` (``table`` or
+    ``json``): that written to ``out`` (default stdout) as ``warehouse stats`` prints it; returns None.
     """
+    checks.choice(format, "format", STATS_FORMATS)
     con = open_existing(root)
+    try:
+        st = _stats(con, files)
+    finally:
+        con.close()
+    if format is None:
+        return st
+    out = out or sys.stdout
+    if format == "json":
+        out.write(orjson.dumps(st, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return None
+    out.write(render_table(["table", "rows"], [[k, v] for k, v in st["tables"].items()]))
+    out.write("\n")
+    cols = ["format", "status", "files", "records", "ingested", "quarantined", "bytes"]
+    out.write(render_table(cols, [[r[c] for c in cols] for r in st["formats"]]))
+    if st["files"]:
+        out.write("\n" if files else "\nfiles with quarantined records or not ingested:\n")
+        cols = ["source_path", "source_format", "status", "records", "ingested", "quarantined"]
+        out.write(render_table(cols, [[r[c] for c in cols] for r in st["files"]]))
+    return None
+
+
+def _stats(con: duckdb.DuckDBPyConnection, every_file: bool) -> dict[str, Any]:
     tables = {name: con.execute(f"SELECT count(*) FROM {name}").fetchone()[0] for name in TABLES}
     fmt_rows = con.execute(
         """
@@ -105,9 +154,10 @@ def stats(root: str | os.PathLike) -> dict[str, Any]:
         """
     ).fetchall()
     files = con.execute(
-        """
+        f"""
         SELECT source_path, source_format, status, records, records_ingested, records_quarantined
-        FROM sources ORDER BY source_path
+        FROM sources {"" if every_file else "WHERE coalesce(records_quarantined, 0) > 0 OR status IS DISTINCT FROM 'ingested'"}
+        ORDER BY source_path
         """
     ).fetchall()
     return {

@@ -63,7 +63,7 @@ def ingest(
     strict: bool = False,
     jobs: int | None = None,
     prune: bool = False,
-    wait_for_lock: bool = True,
+    wait: bool = True,
     max_record_bytes: int = 64 * 1024 * 1024,
     progress: bool = True,
     options: dict | None = None,
@@ -95,7 +95,8 @@ def ingest(
     if store.root.exists() and not store.root.is_dir():
         raise UsageError(f"--root {root}: exists and is not a directory")
     created = _first_missing(store.root)
-    with _said_in_one_line(store, run_id), store.lock(wait=wait_for_lock, announce=say), \
+    trees = trees or {}
+    with _said_in_one_line(store, run_id), store.lock(wait=wait, announce=say), \
             _nothing_kept_unless_committed(store, run_id, created):
         manifest = store.collect_garbage(store.read_manifest())
         catalog = Catalog.load(store, manifest)

@@ -6,7 +6,7 @@ from typing import Any
 
 from warehouse.records import RecordContext, RecordError
 
-from ..fields import Fields, expect_object, json_type, preview
+from ..fields import Fields, children, json_type, preview
 
 #: the only roles AfterImage's ``Role`` enum has
 ROLES = ("user", "assistant")
@@ -19,9 +19,7 @@ def turn_rows(conversations: Any, response_id: str, ctx: RecordContext) -> list[
             sub_locator=".conversations",
         )
     rows = []
-    for i, message in enumerate(conversations):
-        sub = f".conversations[{i}]"
-        m = Fields(expect_object(message, "message", sub), sub)
+    for i, m, locator in children(conversations, ".conversations", "message", ctx):
         rows.append(
             {
                 "response_id": response_id,
@@ -29,7 +27,7 @@ def turn_rows(conversations: Any, response_id: str, ctx: RecordContext) -> list[
                 "role": _role(m),
                 "content": _content(m),
                 "reasoning_content": m.text("reasoning_content"),
-                "source_locator": ctx.locate(sub),
+                "source_locator": locator,
                 "extra": m.rest(),
             }
         )

@@ -16,7 +16,7 @@ from typing import Any
 
 from warehouse.records import RecordContext, RecordError
 
-from ..fields import as_text, expect_object, json_type, preview
+from ..fields import as_fields, as_text, children, json_type, preview
 from .take import Taker
 
 ANSWER_TYPES = ("text", "ref_image")
@@ -51,7 +51,7 @@ class Item:
 
 def read_item(obj: Any, sub: str, ctx: RecordContext, document_dltype: str | None = None) -> Item:
     """The item JSON at ``sub`` (``""`` read alone, ``@json`` beside a document)."""
-    t = Taker(expect_object(obj, "platform item JSON", sub), sub)
+    t = as_fields(obj, "platform item JSON", sub, Taker)
     item = Item()
     c = item.columns
     c["item_id"] = t.id("id")
@@ -74,13 +74,14 @@ def read_item(obj: Any, sub: str, ctx: RecordContext, document_dltype: str | Non
     # annotationsCount and annotated stay in extra, as written: what the platform said, even where
     # the list agrees with them (an export of some of the answers writes them back unchanged)
     annotations = t.list("annotations") or []
-    item.annotations = [_annotation(a, f"{sub}.annotations[{i}]", ctx) for i, a in enumerate(annotations)]
+    item.annotations = [_annotation(a, locator)
+                        for _, a, locator in children(annotations, sub + ".annotations", "annotation", ctx, Taker)]
     item.extra = t.left()
     return item
 
 
-def _annotation(obj: Any, sub: str, ctx: RecordContext) -> Annotation:
-    t = Taker(expect_object(obj, "annotation", sub), sub)
+def _annotation(t: Taker, locator: str) -> Annotation:
+    sub = t.sub
     kind = t.text("type")
     coordinates = t.raw("coordinates")
     metadata = t.object("metadata")
@@ -98,7 +99,7 @@ def _annotation(obj: Any, sub: str, ctx: RecordContext) -> Annotation:
         "creator": t.text("creator"),
         "created_at": t.text("createdAt"),
         "metadata": metadata,
-        "source_locator": ctx.locate(sub),
+        "source_locator": locator,
     }
     answer = None
     if kind in ANSWER_TYPES or prompt_key is not None:

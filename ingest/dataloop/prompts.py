@@ -21,7 +21,7 @@ from typing import Any
 
 from warehouse.records import RecordContext, RecordError, key_step
 
-from ..fields import Fields, as_text, expect_object, json_type, preview
+from ..fields import Fields, as_fields, as_text, json_type, preview
 
 METADATA = "metadata"
 DEFAULT_ROLE = "user"
@@ -73,7 +73,7 @@ def _prompt(key: str, elements: Any, index: int, ctx: RecordContext) -> Prompt:
     metadata: dict[str, Any] = {}
     for position, at, part_key, element in parts:
         sub = prompt.sub + at
-        e = Fields(expect_object(element, "prompt element", sub), sub)
+        e = as_fields(element, "prompt element", sub)
         mimetype = e.text("mimetype")
         if mimetype is None:
             raise RecordError(

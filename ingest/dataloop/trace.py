@@ -22,7 +22,7 @@ from typing import Any
 
 from warehouse.records import Mapped, RecordContext, RecordError
 
-from ..fields import expect_object, id_text, json_type, preview
+from ..fields import children, id_text, json_type, preview
 from . import detect
 from .item import item_rows, merge_extra, read_document
 from .platform import read_item
@@ -39,7 +39,8 @@ def map_trace(doc: dict, item_json: Any, item_sub: str, ctx: RecordContext) -> M
     item = read_item(item_json, item_sub, ctx, dltype) if item_json is not None else None
     columns, item_left = item_rows(item)
     response_id = ctx.row_id()
-    turns = [_turn(m, i, response_id, ctx) for i, m in enumerate(messages)]
+    turns = [_turn(m, i, locator, response_id)
+             for i, m, locator in children(messages, ".messages", "message", ctx, Taker)]
 
     final = turns[-1] if turns and turns[-1]["role"] == "assistant" else None
     asked = turns[: len(turns) - 1] if final else turns
@@ -64,9 +65,8 @@ def map_trace(doc: dict, item_json: Any, item_sub: str, ctx: RecordContext) -> M
     return out
 
 
-def _turn(message: Any, index: int, response_id: str, ctx: RecordContext) -> dict:
-    sub = f".messages[{index}]"
-    m = Taker(expect_object(message, "message", sub), sub)
+def _turn(m: Taker, index: int, locator: str, response_id: str) -> dict:
+    sub = m.sub
     role = m.text("role")
     if role is None:
         raise RecordError(
@@ -92,7 +92,7 @@ def _turn(message: Any, index: int, response_id: str, ctx: RecordContext) -> dic
         "tool_names": [n for n in names if n is not None] or None,
         "tool_call_id": m.text("tool_call_id"),
         "tool_name": m.text("name") if role in TOOL_ROLES else None,
-        "source_locator": ctx.locate(sub),
+        "source_locator": locator,
     }
     row["extra"] = m.left()
     return row

@@ -19,7 +19,7 @@ from warehouse.ingestor import Ingestor
 from warehouse.readers import SourceFile
 from warehouse.records import Mapped, Record, RecordContext
 
-from ..fields import Fields, expect_object, id_text
+from ..fields import as_fields, id_text
 from . import schema
 from .annotations import Target, map_annotations
 from .datasets import map_dataset_task
@@ -69,7 +69,7 @@ class Scale(Ingestor):
 
 def map_thread_annotations(record: Record, ctx: RecordContext) -> Mapped:
     """A thread's own annotations: level thread, linked to its turns by thread_id."""
-    thread = Fields(expect_object(record.value, "thread"))
+    thread = as_fields(record.value, "thread")
     thread_id = id_text(thread.raw("id"), "id", ".id")
     out: Mapped = {}
     map_annotations(thread.raw("annotations"), ".annotations", Target("thread", "", thread_id=thread_id), ctx, out)

@@ -16,7 +16,7 @@ from typing import Any
 
 from warehouse.records import Mapped, RecordContext, RecordError
 
-from ..fields import Fields, expect_object, json_type, preview
+from ..fields import Fields, children, json_type, preview
 from .files import file_rows
 
 
@@ -37,12 +37,12 @@ def map_annotations(items: Any, sub: str, target: Target, ctx: RecordContext, ou
         return
     if not isinstance(items, list):
         raise RecordError(f"annotations: expected a list, got {json_type(items)} {preview(items)}", sub_locator=sub)
-    for i, item in enumerate(items):
-        map_annotation(item, f"{sub}[{i}]", target, ctx, out)
+    for _, a, locator in children(items, sub, "annotation", ctx):
+        _annotation(a, locator, target, ctx, out)
 
 
-def map_annotation(item: Any, sub: str, target: Target, ctx: RecordContext, out: Mapped) -> None:
-    a = Fields(expect_object(item, "annotation", sub), sub)
+def _annotation(a: Fields, locator: str, target: Target, ctx: RecordContext, out: Mapped) -> None:
+    sub = a.sub
     key = a.text("key")
     if key is None:
         raise RecordError(
@@ -80,7 +80,7 @@ def map_annotation(item: Any, sub: str, target: Target, ctx: RecordContext, out:
         "thread_id": target.thread_id,
         "not_applicable": a.bool("not_applicable"),
         "cannot_assess": a.bool("cannot_assess"),
-        "source_locator": ctx.locate(sub),
+        "source_locator": locator,
         "extra": a.rest(),
     }
     out.setdefault("annotations", []).append(row)
@@ -96,7 +96,7 @@ def map_annotation(item: Any, sub: str, target: Target, ctx: RecordContext, out:
                 "score_scale": score_scale(options),
                 "label": label,
                 "feedback": feedback,
-                "source_locator": ctx.locate(sub),
+                "source_locator": locator,
                 "extra": extra,
             }
         )

@@ -13,7 +13,7 @@ from typing import Any
 
 from warehouse.records import Mapped, RecordContext, RecordError
 
-from ..fields import Fields, expect_object, json_type, preview
+from ..fields import Fields, children, json_type, preview
 from .annotations import Target, map_annotations
 from .files import attachment_rows
 
@@ -61,8 +61,7 @@ def _reasoning(items: list | None, sub: str) -> tuple[str | None, list | None]:
     if not items:
         return None, None
     parts, lossless = [], len(items) == 1
-    for k, item in enumerate(items):
-        r = Fields(expect_object(item, "reasoning", f"{sub}[{k}]"), f"{sub}[{k}]")
+    for _, r, _ in children(items, sub, "reasoning"):
         text = r.text("content")
         if text is not None:
             parts.append(text)
@@ -74,9 +73,7 @@ def _reasoning(items: list | None, sub: str) -> tuple[str | None, list | None]:
 
 def _reference_rows(items: list | None, sub: str, links: dict, ctx: RecordContext) -> list[dict]:
     rows = []
-    for k, item in enumerate(items or ()):
-        rsub = f"{sub}[{k}]"
-        r = Fields(expect_object(item, "reference text", rsub), rsub)
+    for k, r, locator in children(items, sub, "reference text", ctx):
         rows.append(
             {
                 **links,
@@ -84,7 +81,7 @@ def _reference_rows(items: list | None, sub: str, links: dict, ctx: RecordContex
                 "content": r.text("content"),
                 "category": r.text("category"),
                 "url": r.text("url"),
-                "source_locator": ctx.locate(rsub),
+                "source_locator": locator,
                 "extra": r.rest(),
             }
         )
@@ -93,11 +90,9 @@ def _reference_rows(items: list | None, sub: str, links: dict, ctx: RecordContex
 
 def _chunk_rows(items: list | None, sub: str, message: Target, ctx: RecordContext, out: Mapped) -> list[dict]:
     rows = []
-    for k, item in enumerate(items or ()):
-        csub = f"{sub}[{k}]"
-        c = Fields(expect_object(item, "chunk", csub), csub)
-        target = Target("chunk", csub, message.response_id, message.turn_index, message.thread_id)
-        map_annotations(c.raw("annotations"), csub + ".annotations", target, ctx, out)
+    for k, c, locator in children(items, sub, "chunk", ctx):
+        target = Target("chunk", c.sub, message.response_id, message.turn_index, message.thread_id)
+        map_annotations(c.raw("annotations"), c.sub + ".annotations", target, ctx, out)
         rows.append(
             {
                 "response_id": message.response_id,
@@ -105,7 +100,7 @@ def _chunk_rows(items: list | None, sub: str, message: Target, ctx: RecordContex
                 "chunk_index": k,
                 "chunk_type": c.text("type"),
                 "text": c.text("text"),
-                "source_locator": ctx.locate(csub),
+                "source_locator": locator,
                 "extra": c.rest(),
             }
         )

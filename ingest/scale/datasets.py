@@ -18,7 +18,7 @@ from typing import Any
 
 from warehouse.records import Mapped, RecordContext, RecordError
 
-from ..fields import Fields, as_text, expect_object, json_type, preview
+from ..fields import as_fields, as_text, json_type, preview
 
 #: the keys of a DatasetTask that a Task {task_id, project, batch, status, threads} never has
 MARKERS = ("dataset", "delivery")
@@ -30,7 +30,7 @@ def is_dataset_task(value: dict) -> bool:
 
 def map_dataset_task(value: Any, page: dict | None, ctx: RecordContext) -> Mapped:
     """``page``: the other keys of the page of tasks the task was delivered in (``next_token``)."""
-    f = Fields(expect_object(value, "Scale dataset task"))
+    f = as_fields(value, "Scale dataset task")
     task_id = f.id("task_id")
     response = f.raw("response")
     shape = "a Scale dataset task {task_id, dataset, delivery, response: {prompt, answer}}"

@@ -11,14 +11,14 @@ from typing import Any
 
 from warehouse.records import RecordContext
 
-from ..fields import Fields, expect_object
+from ..fields import as_fields
 
 
 def file_rows(items: list, subs: list[str], links: dict, ctx: RecordContext) -> list[dict]:
     """One row per file; ``subs[k]`` locates ``items[k]``, ``links`` ties the rows to a message or annotation."""
     rows = []
     for k, (item, sub) in enumerate(zip(items, subs)):
-        f = Fields(expect_object(item, "file", sub), sub)
+        f = as_fields(item, "file", sub)
         rows.append(
             {
                 **links,

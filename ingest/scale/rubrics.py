@@ -10,11 +10,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from warehouse.records import Mapped, RecordContext
 
-from ..fields import Fields, expect_object
+from ..fields import Fields, children
 from .annotations import Target, fmt_number, map_annotations
 
 TOTAL = "rubric_total_score"
@@ -24,18 +22,14 @@ PERCENTAGE = "rubric_percentage"
 def map_rubrics(items: list | None, turn: Target, ctx: RecordContext, out: Mapped) -> list[float | None]:
     """Rows for a turn's ``rubrics``; returns each rubric's max_total_score (scales of the totals)."""
     maxima = []
-    for r, item in enumerate(items or ()):
-        sub = f".rubrics[{r}]"
-        f = Fields(expect_object(item, "rubric", sub), sub)
+    for r, f, _ in children(items, ".rubrics", "rubric"):
         maximum = f.float("max_total_score")
         maxima.append(maximum)
         definitions = f.list("criteria_definitions") or []
         rubric_rest = f.rest()
-        for c, definition in enumerate(definitions):
-            dsub = f"{sub}.criteria_definitions[{c}]"
-            d = Fields(expect_object(definition, "criterion definition", dsub), dsub)
-            target = Target("turn", dsub, turn.response_id, None, turn.thread_id)
-            map_annotations(d.raw("annotations"), dsub + ".annotations", target, ctx, out)
+        for c, d, locator in children(definitions, f.sub + ".criteria_definitions", "criterion definition", ctx):
+            target = Target("turn", d.sub, turn.response_id, None, turn.thread_id)
+            map_annotations(d.raw("annotations"), d.sub + ".annotations", target, ctx, out)
             row = {
                 "rubric_index": r,
                 "criterion_index": c,
@@ -43,7 +37,7 @@ def map_rubrics(items: list | None, turn: Target, ctx: RecordContext, out: Mappe
                 "criterion": d.text("criterion"),
                 "weight": d.float("weight"),
                 "max_total_score": maximum,
-                "source_locator": ctx.locate(dsub),
+                "source_locator": locator,
                 "extra": d.rest(),
             }
             if rubric_rest:
@@ -57,12 +51,11 @@ def map_rubric_evaluations(
 ) -> list | None:
     """Rows for a message's ``rubric_evaluations`` at ``sub``; returns leftover keys per evaluation (or None)."""
     leftovers, any_left = [], False
-    for r, item in enumerate(items or ()):
-        esub = f"{sub}[{r}]"
-        e = Fields(expect_object(item, "rubric evaluation", esub), esub)
-        for c, criterion in enumerate(e.list("criteria_evaluations") or ()):
-            _criterion(criterion, f"{esub}.criteria_evaluations[{c}]", message, ctx, out)
-        map_annotations(e.raw("annotations"), esub + ".annotations", Target("message", esub, *_links(message)), ctx, out)
+    for _, e, locator in children(items, sub, "rubric evaluation", ctx):
+        criteria = e.list("criteria_evaluations")
+        for _, c, at in children(criteria, e.sub + ".criteria_evaluations", "criterion evaluation", ctx):
+            _criterion(c, at, message, ctx, out)
+        map_annotations(e.raw("annotations"), e.sub + ".annotations", Target("message", e.sub, *_links(message)), ctx, out)
         # A total is on the scale of its rubric when the turn has exactly that one rubric.
         maximum = maxima[0] if len(maxima) == 1 else None
         totals = (
@@ -73,7 +66,7 @@ def map_rubric_evaluations(
             if score is not None:
                 out.setdefault("evaluations", []).append(
                     {**_eval_links(message), "criterion": name, "score": score, "score_scale": scale,
-                     "source_locator": ctx.locate(esub + key)}
+                     "source_locator": locator + key}
                 )
         rest = e.rest()
         leftovers.append(rest)
@@ -81,15 +74,14 @@ def map_rubric_evaluations(
     return leftovers if any_left else None
 
 
-def _criterion(item: Any, sub: str, message: Target, ctx: RecordContext, out: Mapped) -> None:
-    c = Fields(expect_object(item, "criterion evaluation", sub), sub)
-    map_annotations(c.raw("annotations"), sub + ".annotations", Target("message", sub, *_links(message)), ctx, out)
+def _criterion(c: Fields, locator: str, message: Target, ctx: RecordContext, out: Mapped) -> None:
+    map_annotations(c.raw("annotations"), c.sub + ".annotations", Target("message", c.sub, *_links(message)), ctx, out)
     out.setdefault("evaluations", []).append(
         {
             **_eval_links(message),
             "criterion": c.id("criterion_definition_id"),
             "score": c.float("score"),
-            "source_locator": ctx.locate(sub),
+            "source_locator": locator,
             "extra": c.rest(),
         }
     )

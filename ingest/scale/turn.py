@@ -17,7 +17,7 @@ from typing import Any
 
 from warehouse.records import Mapped, Record, RecordContext, RecordError
 
-from ..fields import Fields, expect_object, id_text
+from ..fields import Fields, children, expect_object, id_text
 from .annotations import Target, map_annotations
 from .content import map_content
 from .rubrics import map_rubric_evaluations, map_rubrics
@@ -29,10 +29,9 @@ def map_turn(record: Record, ctx: RecordContext) -> Mapped:
     obj = expect_object(record.value, "Scale turn")
     if "messages" in obj:
         turn: Fields | None = Fields(obj)
-        messages = turn.list("messages") or []
-        subs = [f".messages[{i}]" for i in range(len(messages))]
+        messages = turn.list("messages")
     elif "role" in obj or "content" in obj:
-        turn, messages, subs = None, [obj], [""]
+        turn, messages = None, None
     else:
         keys = ", ".join(sorted(obj)[:8]) or "none"
         raise RecordError(
@@ -43,10 +42,11 @@ def map_turn(record: Record, ctx: RecordContext) -> Mapped:
     delivery, delivery_extra = _delivery(record.envelope or {})
     thread_id = delivery.get("thread_id")
 
-    msgs = [Fields(expect_object(m, "message", sub), sub) for m, sub in zip(messages, subs)]
-    roles = [_role(m) for m in msgs]
+    # a lone Message is the whole record
+    msgs = list(children(messages, ".messages", "message", ctx)) if turn else [(0, Fields(obj), ctx.locate())]
+    roles = [_role(m) for _, m, _ in msgs]
     candidates = [i for i, role in enumerate(roles) if role == CANDIDATE_ROLE]
-    ids = {i: ctx.row_id(subs[i]) for i in candidates}
+    ids = {i: ctx.row_id(msgs[i][1].sub) for i in candidates}
     if len(candidates) > 1:
         only = None  # a turn-level annotation is about the whole turn, not one candidate
     else:
@@ -55,7 +55,8 @@ def map_turn(record: Record, ctx: RecordContext) -> Mapped:
     out: Mapped = {}
     turn_target = Target("turn", "", only, None, thread_id)
     maxima = map_rubrics(turn.list("rubrics"), turn_target, ctx, out) if turn else []
-    rows = [_message(m, Target("message", m.sub, ids.get(i), i, thread_id), maxima, ctx, out) for i, m in enumerate(msgs)]
+    rows = [_message(m, locator, Target("message", m.sub, ids.get(i), i, thread_id), maxima, ctx, out)
+            for i, m, locator in msgs]
     if turn:
         map_annotations(turn.raw("annotations"), ".annotations", turn_target, ctx, out)
 
@@ -75,7 +76,7 @@ def _role(m: Fields) -> str:
     return role
 
 
-def _message(m: Fields, target: Target, maxima: list, ctx: RecordContext, out: Mapped) -> dict:
+def _message(m: Fields, locator: str, target: Target, maxima: list, ctx: RecordContext, out: Mapped) -> dict:
     content = map_content(m.raw("content"), m.sub + ".content", target, ctx, out)
     p = Fields(m.object("model_parameters") or {}, m.sub + ".model_parameters")
     map_annotations(m.raw("annotations"), m.sub + ".annotations", target, ctx, out)
@@ -94,7 +95,7 @@ def _message(m: Fields, target: Target, maxima: list, ctx: RecordContext, out: M
         "max_completion_tokens": p.int("max_completion_tokens"),
         "top_p": p.float("top_p"),
         "top_k": p.int("top_k"),
-        "source_locator": ctx.locate(m.sub),
+        "source_locator": locator,
     }
     extra = m.rest() or {}
     if content.extra:

@@ -56,21 +56,29 @@ class TraitInterp(Ingestor):
         return kinds.not_records(path)
 
     def records(self, src: SourceFile) -> Iterator[Record]:
+        # The file's kind is decided here, once (by its path, or its content for an annotation file
+        # with another name), and each record carries it to `map` in its envelope (kinds.KIND).
         kind = kinds.kind_of(src.path, src.head.removeprefix(BOM))
         if kind == kinds.PROMPT_SET:
             return prompt_set_records(src)
         if kind == kinds.ANNOTATIONS:
             return annotation_records(src)
-        return json_document_records(src)
+        if kind == kinds.GENERATION_METADATA:
+            return _of_kind(json_document_records(src), kind)
+        return json_document_records(src)  # responses: no envelope
 
     def map(self, record: Record, ctx: RecordContext) -> Mapped:
-        kind = kinds.kind_of_path(ctx.path)
+        kind = record.envelope.get(kinds.KIND) if record.envelope else kinds.RESPONSES
         if kind == kinds.PROMPT_SET:
             return map_prompt(record, ctx)
         if kind == kinds.GENERATION_METADATA:
             return map_generation_metadata(record.value, ctx)
-        if kind == kinds.ANNOTATIONS or record.envelope is not None:
-            # a response record has no envelope; an annotation file's records (found by name or
-            # by content) carry their form and target in theirs
+        if kind == kinds.ANNOTATIONS:
             return map_annotations(record, ctx)
         return map_response(record.value, ctx)
+
+
+def _of_kind(records: Iterator[Record], kind: str) -> Iterator[Record]:
+    for record in records:
+        record.envelope = {kinds.KIND: kind}
+        yield record

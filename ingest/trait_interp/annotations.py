@@ -35,8 +35,9 @@ from warehouse.readers import SourceFile, json_whole_record
 from warehouse.records import Mapped, Record, RecordContext, RecordError, key_step
 
 from .. import spans as spanlib
-from ..fields import Fields, as_int, as_text, expect_object, json_type, preview
+from ..fields import Fields, as_fields, as_int, as_text, children, json_type, preview
 from .annotation_targets import Target, resolver_for
+from .kinds import ANNOTATIONS, KIND
 
 
 def _key(k: str) -> str:
@@ -100,9 +101,10 @@ def annotation_records(src: SourceFile) -> Iterator[Record]:
         return
     form, entries, root = found
     resolver = resolver_for(src, form, root)
-    yield Record("", root, envelope={"kind": "set", "form": form, "target": resolver.describe()})
+    yield Record("", root, envelope={KIND: ANNOTATIONS, "part": "set", "form": form, "target": resolver.describe()})
     for i, (locator, idx, entry) in enumerate(entries):
-        yield Record(locator, entry, index=i, envelope={"kind": "entry", "form": form, "idx": idx, "target": resolver.target(idx)})
+        yield Record(locator, entry, index=i,
+                     envelope={KIND: ANNOTATIONS, "part": "entry", "form": form, "idx": idx, "target": resolver.target(idx)})
 
 
 # --- mapping ---------------------------------------------------------------------------
@@ -110,7 +112,7 @@ def annotation_records(src: SourceFile) -> Iterator[Record]:
 
 def map_annotations(record: Record, ctx: RecordContext) -> Mapped:
     env = record.envelope or {}
-    if env.get("kind") == "set":
+    if env.get("part") == "set":
         return {"annotation_sets": [_set_row(record.value, env)]}
     form, target = env["form"], env["target"]
     if form == "detailed":
@@ -124,7 +126,7 @@ def map_annotations(record: Record, ctx: RecordContext) -> Mapped:
     for kind, items in (("spans", spans), ("borderline", borderline)):
         repeats: Counter = Counter()
         for j, (sub, item) in enumerate(items):
-            f = Fields(expect_object(item, "span", sub), sub)
+            f = as_fields(item, "span", sub)
             text = as_text(item.get("span", item.get("text")), "span", sub + ".span")
             f.used.update(("span", "text"))
             if text is None:
@@ -169,7 +171,7 @@ def _span_entry(form: str, entry: Any) -> tuple[list, list, str | None, dict | N
         if not isinstance(entry, list):
             raise RecordError(f"expected a list of spans, got {json_type(entry)} {preview(entry)}")
         return [(f"[{j}]", s) for j, s in enumerate(entry)], [], None, None
-    e = Fields(expect_object(entry, "annotation entry"))
+    e = as_fields(entry, "annotation entry")
     if form == "unified":
         e.used.update(("idx", "id"))
         spans_key = "spans"
@@ -235,13 +237,11 @@ def _response_row(ctx, target: Target, *, note: str | None, extra: dict | None, 
 
 
 def _detailed(entry: Any, target: Target, ctx) -> list[dict]:
-    e = Fields(expect_object(entry, "annotation entry"))
+    e = as_fields(entry, "annotation entry")
     rows, repeats = [], Counter()
-    for j, item in enumerate(e.list("exploitations") or []):
-        sub = f".exploitations[{j}]"
-        f = Fields(expect_object(item, "exploitation", sub), sub)
-        ranges = _token_ranges(f, sub)
-        texts = _range_texts(f.raw("text"), len(ranges), sub)
+    for _, f, _ in children(e.list("exploitations"), ".exploitations", "exploitation"):
+        ranges = _token_ranges(f, f.sub)
+        texts = _range_texts(f.raw("text"), len(ranges), f.sub)
         bias = f.raw("bias")
         note = f.text("note")
         extra = f.rest() or {}
@@ -292,13 +292,11 @@ def _range_texts(text: Any, n: int, sub: str) -> list[str | None]:
 
 
 def _audit(entry: Any, target: Target, ctx) -> list[dict]:
-    e = Fields(expect_object(entry, "audit entry"))
+    e = as_fields(entry, "audit entry")
     rows = []
-    for j, item in enumerate(e.list("annotations") or []):
-        sub = f".annotations[{j}]"
-        f = Fields(expect_object(item, "annotation", sub), sub)
+    for _, f, _ in children(e.list("annotations"), ".annotations", "annotation"):
         start, end = f.int("token_start"), f.int("token_end")
-        row = _base(ctx, sub, target, "span")
+        row = _base(ctx, f.sub, target, "span")
         text = None
         if target.tokens is not None and start is not None and end is not None:
             text = "".join(target.tokens[start:end])
@@ -319,15 +317,13 @@ def _sentences(items: Any, key: tuple, ctx) -> list[dict]:
     if not isinstance(items, list):
         raise RecordError(f"expected a list of sentence categories, got {json_type(items)}")
     rows = []
-    for j, item in enumerate(items):
-        sub = f"[{j}]"
-        f = Fields(expect_object(item, "sentence category", sub), sub)
+    for _, f, locator in children(items, "", "sentence category", ctx):
         num, category = f.int("sentence_num"), f.text("category")
         extra = {"problem_id": problem, "condition": condition, "sentence_num": num, **(f.rest() or {})}
         rows.append({
-            "annotation_id": ctx.row_id(sub), "level": "sentence",
+            "annotation_id": ctx.row_id(f.sub), "level": "sentence",
             "target": f"problem {problem}, {condition}, sentence {num}",
-            "category": category, "source_locator": ctx.locate(sub), "extra": extra,
+            "category": category, "source_locator": locator, "extra": extra,
         })
     return rows
 

@@ -24,6 +24,10 @@ GENERATION_METADATA = "generation_metadata"
 PROMPT_SET = "prompt_set"
 ANNOTATIONS = "annotations"
 
+#: the envelope key that carries a record's kind from ``records`` to ``map``, decided once per
+#: file; a record without it (a response file's records carry no envelope) is a response
+KIND = "kind"
+
 _PROMPT_SET_DIRS = re.compile(r"(?:^|/)(?:datasets/inference|inference/prompts|analysis/steering/prompts)/")
 _STEERING_QUESTIONS = re.compile(r"(?:^|/)datasets/traits/.+/steering\.json$")
 _ANNOTATION_SUFFIX = re.compile(r"_annotations(?:_chars|_tokens)?\.json$")
@@ -40,7 +44,7 @@ def kind_of(path: str, head: bytes = b"") -> str:
     return kind
 
 
-@functools.lru_cache(maxsize=8192)  # asked by sniff, records and map for every file
+@functools.lru_cache(maxsize=8192)  # asked by sniff and records for every file
 def kind_of_path(path: str) -> str:
     name = os.path.basename(path)
     parent = os.path.basename(os.path.dirname(path))

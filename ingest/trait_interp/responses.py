@@ -18,7 +18,7 @@ from typing import Any
 
 from warehouse.records import Mapped, RecordContext, RecordError
 
-from ..fields import Fields, expect_object, json_type
+from ..fields import Fields, as_fields, children, expect_object, json_type
 
 #: fields of the metadata wrapper that the migration moved to the top level
 _METADATA_FIELDS = ("inference_model", "prompt_note", "capture_date", "tags")
@@ -103,7 +103,7 @@ def _nested(f: Fields, row: dict, extra: dict) -> None:
     sides = {}
     for side in ("prompt", "response"):
         v = f.raw(side)
-        sides[side] = Fields(expect_object(v, side, f".{side}") if v is not None else {}, f".{side}")
+        sides[side] = as_fields({} if v is None else v, side, f".{side}")
     p, r = sides["prompt"], sides["response"]
     row["prompt"], row["response"] = p.text("text"), r.text("text")
     p_tokens, r_tokens = p.texts("tokens"), r.texts("tokens")
@@ -148,9 +148,7 @@ def _tokens_suspect(tokens: list[str] | None, token_ids: list[int] | None) -> bo
 
 def _turns(entries: list | None, response_id: str, ctx: RecordContext) -> list[dict]:
     rows = []
-    for i, entry in enumerate(entries or ()):
-        sub = f".turn_boundaries[{i}]"
-        t = Fields(expect_object(entry, "turn boundary", sub), sub)
+    for i, t, locator in children(entries, ".turn_boundaries", "turn boundary", ctx):
         rows.append(
             {
                 "response_id": response_id,
@@ -165,7 +163,7 @@ def _turns(entries: list | None, response_id: str, ctx: RecordContext) -> list[d
                 "tool_name": t.text("tool_name"),
                 "content": t.text("content"),
                 "reasoning_content": t.text("reasoning_content"),
-                "source_locator": ctx.locate(sub),
+                "source_locator": locator,
                 "extra": t.rest(),
             }
         )
@@ -174,9 +172,7 @@ def _turns(entries: list | None, response_id: str, ctx: RecordContext) -> list[d
 
 def _sentences(entries: list | None, response_id: str, ctx: RecordContext) -> list[dict]:
     rows = []
-    for i, entry in enumerate(entries or ()):
-        sub = f".sentence_boundaries[{i}]"
-        s = Fields(expect_object(entry, "sentence boundary", sub), sub)
+    for i, s, locator in children(entries, ".sentence_boundaries", "sentence boundary", ctx):
         num = s.int("sentence_num")
         rows.append(
             {
@@ -185,7 +181,7 @@ def _sentences(entries: list | None, response_id: str, ctx: RecordContext) -> li
                 "token_start": s.int("token_start"),
                 "token_end": s.int("token_end"),
                 "cue_p": s.float("cue_p"),
-                "source_locator": ctx.locate(sub),
+                "source_locator": locator,
                 "extra": s.rest(),
             }
         )

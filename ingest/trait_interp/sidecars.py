@@ -8,8 +8,8 @@ from typing import Any
 from warehouse.readers import SourceFile, json_document_records
 from warehouse.records import Mapped, Record, RecordContext, RecordError
 
-from ..fields import Fields, expect_object, id_text, json_type
-from .kinds import responses_dir_of_metadata
+from ..fields import Fields, as_fields, expect_object, id_text, json_type
+from .kinds import KIND, PROMPT_SET, responses_dir_of_metadata
 
 # --- prompt sets ----------------------------------------------------------------------
 #
@@ -24,14 +24,18 @@ TEXT_KEYS = ("text", "prompt", "question")
 
 
 def prompt_set_records(src: SourceFile) -> Iterator[Record]:
-    """One record per prompt; the set's own fields travel in the envelope."""
+    """One record per prompt; the set's own fields travel in the envelope, under ``set``."""
     for doc in json_document_records(src):
         yield from set_records(doc)
 
 
 def set_records(doc: Record) -> Iterator[Record]:
     """The records of one decoded set document (or the element of a bare array, passed through)."""
-    if doc.error is not None or doc.locator:  # a decode error, or an element of a bare array
+    if doc.error is not None:
+        yield doc
+        return
+    if doc.locator:  # an element of a bare array: a prompt, with no set fields
+        doc.envelope = {KIND: PROMPT_SET}
         yield doc
         return
     value = doc.value
@@ -52,22 +56,22 @@ def set_records(doc: Record) -> Iterator[Record]:
     if not items:
         # No prompt to carry the set's own fields (a name, an eval_prompt): the set is one row of its own,
         # prompt_id NULL, so nothing of the file is lost. The empty list stays in extra.set, as written.
-        yield Record("", None, envelope=dict(value))
+        yield Record("", None, envelope={KIND: PROMPT_SET, "set": dict(value)})
         return
-    envelope = {k: v for k, v in value.items() if k != key}
+    envelope = {KIND: PROMPT_SET, "set": {k: v for k, v in value.items() if k != key}}
     for i, item in enumerate(items):
         yield Record(f".{key}[{i}]", item, index=i, envelope=envelope)
 
 
 def map_prompt(record: Record, ctx: RecordContext) -> Mapped:
-    env = Fields(dict(record.envelope or {}))
+    env = Fields(dict((record.envelope or {}).get("set") or {}))
     item = record.value
     if item is None and not record.locator:  # a set without prompts: the set's row
         row: dict[str, Any] = {"prompt_id": None, "prompt": None, "note": None}
     elif isinstance(item, str):  # a steering question: its id is its position
         row = {"prompt_id": str(record.index), "prompt": item, "note": None}
     else:
-        f = Fields(expect_object(item, "prompt"))
+        f = as_fields(item, "prompt")
         texts = {k: f.text(k) for k in TEXT_KEYS if k in item}
         given = [v for v in texts.values() if v is not None]
         row = {

@@ -1,0 +1,162 @@
+"""The command line and the Python API are one thing (sqlite-utils' model).
+
+``warehouse X --some-option V`` calls ``warehouse.X(..., some_option=V)``: every option fills
+the parameter of its name, and the function, not the command line, checks the values.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import os
+
+import pytest
+
+import warehouse
+from warehouse.cli import build_parser, main
+from warehouse.errors import UsageError
+
+from .conftest import FIXTURES
+
+#: options that are the command line's own, and why Python needs no parameter for them
+CLI_ONLY = {
+    "--quiet": "no progress bar (progress=False) and no summary on stderr: the function returns the summary",
+    "--file": "sql -f FILE: the command line reads the query from a file or stdin; Python passes its text",
+}
+
+
+def subcommands() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser(format_names=False)
+    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+
+def parameter(action: argparse.Action) -> str:
+    """The parameter an option fills, by its name: ``--max-record-mb`` -> max_record_mb, ``--no-wait`` -> wait."""
+    if not action.option_strings:
+        return action.dest
+    name = max(action.option_strings, key=len).removeprefix("--")
+    if isinstance(action, argparse._StoreFalseAction):
+        name = name.removeprefix("no-")
+    return name.replace("-", "_")
+
+
+def given(action: argparse.Action) -> tuple[list[str], object]:
+    """Command-line words that give the option a value other than its default, and that value."""
+    if isinstance(action, argparse._StoreTrueAction):
+        return [max(action.option_strings, key=len)], True
+    if isinstance(action, argparse._StoreFalseAction):
+        return [max(action.option_strings, key=len)], False
+    if action.choices:
+        value = next(c for c in reversed(list(action.choices)) if c != action.default)
+    elif action.type is int:
+        value = 7
+    elif action.type is float:
+        value = 2.5
+    else:
+        value = f"value-of-{action.dest}"
+    if not action.option_strings:
+        return ([value, value + "-2"], [value, value + "-2"]) if action.nargs == "+" else ([value], value)
+    return [max(action.option_strings, key=len), str(value)], value
+
+
+@pytest.mark.parametrize("command", sorted(subcommands()))
+def test_every_option_fills_the_parameter_of_its_name(command, monkeypatch):
+    """Each command calls ``warehouse.<command>``; every option's value arrives, unchanged and unchecked,
+    in the parameter named like the option (checking is the function's job)."""
+    function = getattr(warehouse, command)
+    signature = inspect.signature(function)
+    calls = []
+
+    class Summary:
+        def text(self) -> str:
+            return ""
+
+    def recorded(*args, **kwargs):
+        calls.append(signature.bind(*args, **kwargs).arguments)  # a name the function lacks raises here
+        return Summary()
+
+    monkeypatch.setattr(warehouse, command, recorded)
+    argv, expected, unmapped = [command], {}, []
+    for action in subcommands()[command]._actions:
+        if isinstance(action, argparse._HelpAction) or max(action.option_strings, key=len, default="") in CLI_ONLY:
+            continue
+        words, value = given(action)
+        argv += words
+        name = parameter(action)
+        if name not in signature.parameters:
+            unmapped.append(f"{max(action.option_strings, key=len, default=action.dest)} -> {name}")
+        expected[name] = value
+    assert not unmapped, f"options of `warehouse {command}` without a parameter of warehouse.{command}: {unmapped}"
+    assert main(argv) == 0
+    [arguments] = calls
+    assert {name: arguments.get(name) for name in expected} == expected
+    if "--quiet" in subcommands()[command]._option_string_actions:
+        assert main([*argv, "--quiet"]) == 0 and calls[-1]["progress"] is False
+
+
+def test_the_command_lines_own_options_exist():
+    """The list of exceptions above names real options only: it cannot hide a stale one."""
+    options = {o for sub in subcommands().values() for o in sub._option_string_actions}
+    assert set(CLI_ONLY) <= options
+
+
+def test_scan_read_and_read_arrow_take_the_same_arguments_as_function_and_method():
+    verbs = ("scan", "read", "read_arrow")
+    shapes = set()
+    for verb in verbs:
+        function = list(inspect.signature(getattr(warehouse, verb)).parameters)
+        method = list(inspect.signature(getattr(warehouse.Warehouse, verb)).parameters)
+        assert function[0] == "root" and method[0] == "self" and function[1:] == method[1:], verb
+        shapes.add(tuple(method[1:]))
+    assert shapes == {("name", "where", "columns")}
+
+
+# --- the checks live in the API: Python callers get them too ---------------------------------------
+
+TI = FIXTURES / "trait_interp"
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda t: warehouse.ingest(TI, t / "wh", max_record_mb=0), "--max-record-mb 0: must be a positive number of MB"),
+    (lambda t: warehouse.ingest(TI, t / "wh", tokenizer=t / "none"), "not a directory (give a local tokenizer directory"),
+    (lambda t: warehouse.tokenize(t / "wh", TI / "datasets" / "inference" / "benign_control.json"), "not a directory"),
+    (lambda t: warehouse.ingest(TI, "s3://bucket/wh"), "--root s3://bucket/wh: a URL; object storage is not supported"),
+    (lambda t: warehouse.tokenize("s3://bucket/wh", t), "--root s3://bucket/wh: a URL"),
+    (lambda t: warehouse.sql("gs://bucket/wh", "SELECT 1"), "--root gs://bucket/wh: a URL"),
+    (lambda t: warehouse.stats("https://example.org/wh"), "--root https://example.org/wh: a URL"),
+    (lambda t: warehouse.export("s3://bucket/wh", None, "jsonl", t / "o.jsonl"), "--root s3://bucket/wh: a URL"),
+    (lambda t: warehouse.export(t, None, "jsonl", "s3://bucket/o.jsonl"), "--out s3://bucket/o.jsonl: a URL"),
+    (lambda t: warehouse.export(t / "wh", None, "jsonl", t / "o.jsonl", memory_limit="lots"),
+     "--memory-limit 'lots': not a memory size (give e.g. 1GB, 512MB)"),
+    (lambda t: warehouse.sql(t, "SELECT 1", format="xml"), "--format 'xml': choose one of table, csv, json, jsonl"),
+    (lambda t: warehouse.sql(t, "SELECT 1", max_rows=-1), "--max-rows -1: must be an integer of 0 or more (0: all)"),
+    (lambda t: warehouse.stats(t, format="csv"), "--format 'csv': choose one of table, json"),
+], ids=["max_record_mb", "tokenizer", "tokenize tokenizer", "ingest url", "tokenize url", "sql url", "stats url",
+        "export url", "export out url", "memory_limit", "sql format", "sql max_rows", "stats format"])
+def test_python_callers_get_the_checks_the_command_line_gets(tmp_path, monkeypatch, call, message):
+    monkeypatch.chdir(tmp_path)  # a URL taken for a relative path would make ./s3:/... here
+    with pytest.raises(UsageError) as e:
+        call(tmp_path)
+    assert message in str(e.value)
+    assert os.listdir(tmp_path) == []  # refused before anything was made
+
+
+def test_warehouse_arrow_is_read_arrow_under_its_old_name(samples_wh):
+    wh = warehouse.open(samples_wh.root)
+    with pytest.warns(DeprecationWarning, match="Warehouse.arrow is now Warehouse.read_arrow"):
+        old = wh.arrow("turns", where="role = 'user'", columns=["content"])
+    assert old.equals(wh.read_arrow("turns", where="role = 'user'", columns=["content"]))
+
+
+def test_sql_and_stats_are_functions(samples_wh, capsys):
+    relation = warehouse.sql(samples_wh.root, "SELECT count(*) AS n FROM turns WHERE role = ?", ["user"])
+    assert relation.fetchall() == [(samples_wh.one("SELECT count(*) FROM turns WHERE role = 'user'"),)]
+    assert warehouse.sql(samples_wh.root, "SELECT 1 AS one", format="csv") is None
+    assert capsys.readouterr().out == '"one"\n1\n'
+    st = warehouse.stats(samples_wh.root)
+    assert st["tables"]["responses"] == samples_wh.one("SELECT count(*) FROM responses") and st["files"] == []
+    every = warehouse.stats(samples_wh.root, files=True)["files"]
+    assert len(every) == samples_wh.one("SELECT count(*) FROM sources")
+    assert main(["stats", "--root", str(samples_wh.root), "--format", "json"]) == 0
+    cli = capsys.readouterr().out
+    assert warehouse.stats(samples_wh.root, format="json") is None and capsys.readouterr().out == cli

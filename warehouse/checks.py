@@ -1,0 +1,71 @@
+"""Checks of the public functions' arguments, made where they are used: in the API.
+
+``warehouse ingest`` and ``warehouse.ingest(...)`` are one thing: the command line
+passes its options through unchecked (an option and its parameter have the same
+name), so Python callers get the same checks and the same messages. A message
+names the option (``--max-record-mb``), which is also the parameter's name.
+Imports nothing heavy: ``warehouse --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from .errors import UsageError
+
+#: what ``warehouse sql --format`` / ``warehouse.sql(format=...)`` writes (``warehouse.output``)
+SQL_FORMATS = ("table", "csv", "json", "jsonl")
+#: what ``warehouse stats --format`` / ``warehouse.stats(format=...)`` writes
+STATS_FORMATS = ("table", "json")
+
+#: a URL scheme (s3://, gs://, https://, file://): not a local directory
+URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def option(name: str) -> str:
+    """``max_record_mb`` -> ``--max-record-mb``: how a message names a parameter."""
+    return "--" + name.replace("_", "-")
+
+
+def local_path(path: str | os.PathLike, name: str = "root") -> str:
+    """A local path, never a URL (object storage is not supported yet)."""
+    text = os.fspath(path)
+    if isinstance(text, str) and URL.match(text):
+        raise UsageError(
+            f"{option(name)} {text}: a URL; object storage is not supported yet: give a local directory "
+            "(copy the data down first, or mount the bucket)"
+        )
+    return os.fsdecode(text)
+
+
+def directory(path: str | os.PathLike, name: str, what: str) -> str:
+    """An existing local directory, as an absolute path (``what`` says which directory is wanted)."""
+    text = os.fsdecode(os.fspath(path))
+    if not os.path.isdir(text):
+        raise UsageError(f"{option(name)} {text}: not a directory ({what})")
+    return os.path.abspath(text)
+
+
+def positive(value: Any, name: str, unit: str = "") -> Any:
+    """A number above 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise UsageError(f"{option(name)} {value!r}: must be a positive number{unit}")
+    return value
+
+
+def count(value: int | None, name: str, *, least: int, meaning: str = "") -> int | None:
+    """None, or an integer of at least ``least`` (``meaning`` says what the smallest means)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise UsageError(f"{option(name)} {value!r}: must be an integer of {least} or more{meaning}")
+    return value
+
+
+def choice(value: str | None, name: str, choices: tuple[str, ...]) -> str | None:
+    """None, or one of ``choices``."""
+    if value is not None and value not in choices:
+        raise UsageError(f"{option(name)} {value!r}: choose one of {', '.join(choices)}")
+    return value
