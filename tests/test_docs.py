@@ -57,8 +57,6 @@ OTHER_PROJECTS_DOCS = {"docs/response_schema.md"}  # trait-interp's response sch
 def test_the_docs_and_modules_the_code_cites_exist():
     """A docstring or comment that sends the reader to a doc (``docs/x.md``) or a module
     (``warehouse.exports.generic``) sends them somewhere that exists."""
-    import importlib
-
     missing = []
     for folder in ("warehouse", "ingest"):
         for path in sorted((REPO / folder).rglob("*.py")):
@@ -67,17 +65,7 @@ def test_the_docs_and_modules_the_code_cites_exist():
                 if not (REPO / doc).exists():
                     missing.append(f"{path.relative_to(REPO)}: {doc}")
             for ref in set(re.findall(r"(?<![\w.])warehouse(?:\.\w+)+", text)):
-                parts = ref.split(".")
-                for i in range(len(parts), 0, -1):  # the longest importable prefix, then attributes
-                    try:
-                        obj = importlib.import_module(".".join(parts[:i]))
-                        break
-                    except ImportError:
-                        continue
-                try:
-                    for name in parts[i:]:
-                        obj = getattr(obj, name)
-                except AttributeError:
+                if not _resolves(ref):
                     missing.append(f"{path.relative_to(REPO)}: {ref}")
     assert not missing, "cited but missing:\n" + "\n".join(missing)
 
