@@ -1,7 +1,13 @@
-"""Ctrl-C during a large ingest: how long until the ingest has exited, and what it left.
+"""Ctrl-C during a large ingest, query or export: how long until it has exited, and what it left.
 
     python bench/interrupt.py afterimage --mb 200 --after 3 6 9
     python bench/interrupt.py steering --mb 200 --after 3 6
+    python bench/interrupt.py afterimage --mb 200 --command sql --after 1 3
+    python bench/interrupt.py afterimage --mb 200 --command export --after 1 3
+
+With ``--command sql`` or ``export`` the corpus is ingested once (kept beside it) and
+the signal interrupts a long query over it (every pair of responses)
+or a JSONL export of it; "left" then counts the files in the export's folder.
 
 Each run ingests the corpus into a fresh root with the worker pool (``--jobs 2``),
 sends SIGINT to the whole process group ``--after`` seconds after the start (as a
@@ -49,10 +55,33 @@ def _start_time(pid: int) -> str | None:
         return None
 
 
-def interrupt_once(src: Path, after: float, jobs: int) -> dict:
-    work = Path(tempfile.mkdtemp(prefix="interrupt-"))
+def warehouse_of(src: Path) -> Path:
+    """A warehouse of the corpus, ingested once and kept beside it, for sql and export."""
+    root = src.with_name(src.name + "-wh")
+    if not (root / ".complete").exists():
+        shutil.rmtree(root, ignore_errors=True)
+        say(f"ingesting {src} into {root} ...")
+        subprocess.run([sys.executable, "-m", "warehouse.cli", "ingest", str(src), "--root", str(root), "--quiet"], check=True)
+        (root / ".complete").touch()
+    return root
+
+
+def command(kind: str, src: Path, work: Path, jobs: int) -> tuple[list[str], Path]:
+    """The command to interrupt, and the folder whose leftovers count."""
+    wh = [sys.executable, "-m", "warehouse.cli"]
+    if kind == "sql":
+        return wh + ["sql", "SELECT count(*) FROM responses a, responses b WHERE length(a.response) + length(b.response) = 12345", "--root",
+                     str(warehouse_of(src)), "--format", "csv"], work
+    if kind == "export":
+        return wh + ["export", "--root", str(warehouse_of(src)), "--format", "jsonl", "--out",
+                     str(work / "out.jsonl"), "--quiet"], work
     root = work / "wh"
-    cmd = [sys.executable, "-m", "warehouse.cli", "ingest", str(src), "--root", str(root), "--jobs", str(jobs), "--quiet"]
+    return wh + ["ingest", str(src), "--root", str(root), "--jobs", str(jobs), "--quiet"], root
+
+
+def interrupt_once(kind: str, src: Path, after: float, jobs: int) -> dict:
+    work = Path(tempfile.mkdtemp(prefix="interrupt-"))
+    cmd, root = command(kind, src, work, jobs)
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
     started = time.monotonic()
     procs: dict[int, str] = {}
@@ -62,7 +91,7 @@ def interrupt_once(src: Path, after: float, jobs: int) -> dict:
         time.sleep(0.02)
     if proc.poll() is not None:
         shutil.rmtree(work, ignore_errors=True)
-        return {"after": after, "note": "the ingest ended before the signal: use a larger corpus"}
+        return {"after": after, "note": f"the {kind} ended before the signal: use a larger corpus"}
     t0 = time.monotonic()
     os.killpg(proc.pid, signal.SIGINT)
     _out, err = proc.communicate()
@@ -85,18 +114,19 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=100_000)
     ap.add_argument("--after", type=float, nargs="+", default=[3.0, 6.0])
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--command", choices=("ingest", "sql", "export"), default="ingest", help="what to interrupt")
     ap.add_argument("--corpus", default="/tmp/warehouse-bench")
     args = ap.parse_args()
     src = corpus(args.kind, args, Path(args.corpus))
-    print("| corpus | Ctrl-C after | exited after the signal | every process gone | exit code | lines on stderr | left under the root | processes left |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| command | corpus | Ctrl-C after | exited after the signal | every process gone | exit code | lines on stderr | left under the root | processes left |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for after in args.after:
-        say(f"{args.kind}: Ctrl-C after {after:g} s ...")
-        r = interrupt_once(src, after, args.jobs)
+        say(f"{args.command} {args.kind}: Ctrl-C after {after:g} s ...")
+        r = interrupt_once(args.command, src, after, args.jobs)
         if "note" in r:
-            print(f"| {src.name} | {after:g} s | {r['note']} | | | | | |")
+            print(f"| {args.command} | {src.name} | {after:g} s | {r['note']} | | | | | |")
             continue
-        print(f"| {src.name} | {after:g} s | {r['exited']:.2f} s | {r['all_gone']:.2f} s | {r['code']} | "
+        print(f"| {args.command} | {src.name} | {after:g} s | {r['exited']:.2f} s | {r['all_gone']:.2f} s | {r['code']} | "
               f"{r['lines']}: `{r['line']}` | {len(r['left'])} | {len(r['alive'])} |")
 
 
