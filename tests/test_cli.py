@@ -98,6 +98,13 @@ def test_an_error_met_while_computing_rows_leaves_stdout_empty(root, capsys):
         assert out == "" and err.startswith("error: Conversion Error:"), (fmt, out, err)
 
 
+def test_an_error_raised_by_the_query_itself_is_one_line(root, capsys):
+    """The issue's reproduction: ``select error('boom')`` is DuckDB's message, not a traceback."""
+    assert main(["sql", "select error('boom')", "--root", str(root)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err == "error: Invalid Input Error: boom\n"
+
+
 def test_sql_on_a_missing_warehouse_says_how_to_make_one(tmp_path, capsys):
     assert main(["sql", "SELECT 1", "--root", str(tmp_path / "none")]) == 1
     err = capsys.readouterr().err
