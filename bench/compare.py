@@ -2,9 +2,10 @@
 
     python bench/compare.py a85de84^ HEAD --corpus afterimage-100mb inference-20000 --runs 3
 
-Each commit is checked out once (``git worktree add --detach``) under --work and run
-with its checkout first on PYTHONPATH, by this interpreter (so both use the same
-installed libraries). Runs alternate between the commits, each into a fresh root, so
+Each commit is checked out once (``git worktree add --detach``) under --work, laid out
+as installed, and run with its checkout first on PYTHONPATH by this interpreter (so
+both use the same installed libraries; formats are found through the current
+install's entry points, so both commits must register the same ones). Runs alternate between the commits, each into a fresh root, so
 a machine whose load changes during the run treats both alike. Corpora are folders
 made by corpora.py under --corpus-dir (bench/ingest.py makes them). Prints one
 markdown row per corpus and commit: medians of wall time, CPU time (user + system,
@@ -36,7 +37,23 @@ def checkout(rev: str, work: Path) -> Path:
     where = work / sha[:12]
     if not where.exists():
         subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "-q", str(where), sha], check=True)
+        installed_layout(where)
     return where
+
+
+def installed_layout(tree: Path) -> None:
+    """Link each folder that pyproject.toml's package-dir maps (ingest/ -> warehouse/formats) where the
+    package is imported from: on PYTHONPATH the checkout must be laid out as installed, or the
+    current install's mapping would import the current code for those packages."""
+    import tomllib
+
+    with open(tree / "pyproject.toml", "rb") as f:
+        mapping = tomllib.load(f).get("tool", {}).get("setuptools", {}).get("package-dir", {})
+    for package, folder in mapping.items():
+        if package:
+            link = tree.joinpath(*package.split("."))
+            if not link.exists():
+                link.symlink_to(tree / folder, target_is_directory=True)
 
 
 def main() -> None:
