@@ -88,7 +88,7 @@ def ingest(
     registry: Registry | None = None,
     progress: bool = True,
     fast_paths: bool = True,
-    storage_options: Mapping[str, str] | None = None,
+    storage_options: Mapping[str, str] | Iterable[str] | None = None,
 ) -> IngestSummary:
     """Ingest files and directories into the warehouse at ``root`` (created if need be); see ``warehouse ingest``.
 
@@ -103,7 +103,8 @@ def ingest(
     ``fast_paths=False`` reads every record through the record path (the formats' vectorised
     paths are held to it; turn them off only to compare the two). ``paths`` may be
     ``s3://bucket/prefix`` URLs; ``storage_options`` (``aws_region``, ``aws_endpoint_url``, ...:
-    the names deltalake and polars take) add to and override the AWS environment (docs/storage.md).
+    the names deltalake and polars take; a dict, or ``KEY=VALUE`` strings as ``--storage-option``
+    gives them) add to and override the AWS environment (docs/storage.md).
     """
     from . import checks, remote
     from .runner import ingest as _ingest

@@ -217,7 +217,6 @@ def build_parser(format_names: bool = True):
 
 def cmd_ingest(args) -> int:
     import warehouse
-    from warehouse.remote import parse_options
 
     summary = warehouse.ingest(
         args.paths,
@@ -230,7 +229,7 @@ def cmd_ingest(args) -> int:
         max_record_mb=args.max_record_mb,
         tokenizer=args.tokenizer,
         progress=not args.quiet,
-        storage_options=parse_options(args.storage_options),
+        storage_options=args.storage_options,
     )
     if not args.quiet:
         print(summary.text(), file=sys.stderr)

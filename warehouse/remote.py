@@ -39,7 +39,7 @@ import io
 import os
 import posixpath
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,10 +109,14 @@ def normpath(path: str) -> str:
 # --- options -----------------------------------------------------------------------
 
 
-def parse_options(pairs: list[str] | None) -> dict[str, str]:
-    """``--storage-option KEY=VALUE`` (repeated) as a dict."""
+def parse_options(pairs: Mapping[str, Any] | Iterable[str] | None) -> Mapping[str, Any]:
+    """Storage options as a mapping: a mapping as it is, ``--storage-option KEY=VALUE`` (repeated) as a dict."""
+    if pairs is None or isinstance(pairs, Mapping):
+        return pairs or {}
+    if isinstance(pairs, str):
+        pairs = [pairs]
     out: dict[str, str] = {}
-    for pair in pairs or ():
+    for pair in pairs:
         key, eq, value = pair.partition("=")
         if not eq or not key.strip():
             raise UsageError(f"--storage-option {pair!r}: expected KEY=VALUE (e.g. aws_region=eu-west-1)")
@@ -120,10 +124,10 @@ def parse_options(pairs: list[str] | None) -> dict[str, str]:
     return out
 
 
-def canonical(options: Mapping[str, Any] | None) -> dict[str, str]:
+def canonical(options: Mapping[str, Any] | Iterable[str] | None) -> dict[str, str]:
     """Storage options under their canonical names; an unknown name is a UsageError listing the known ones."""
     out: dict[str, str] = {}
-    for name, value in (options or {}).items():
+    for name, value in parse_options(options).items():
         key = _ALIASES.get(str(name).lower())
         if key is None:
             raise UsageError(
