@@ -37,6 +37,8 @@ def parameter(action: argparse.Action) -> str:
     name = max(action.option_strings, key=len).removeprefix("--")
     if isinstance(action, argparse._StoreFalseAction):
         name = name.removeprefix("no-")
+    if isinstance(action, argparse._AppendAction):  # repeated: --storage-option K=V ... -> storage_options
+        name += "s"
     return name.replace("-", "_")
 
 
@@ -56,6 +58,8 @@ def given(action: argparse.Action) -> tuple[list[str], object]:
         value = f"value-of-{action.dest}"
     if not action.option_strings:
         return ([value, value + "-2"], [value, value + "-2"]) if action.nargs == "+" else ([value], value)
+    if isinstance(action, argparse._AppendAction):
+        return [max(action.option_strings, key=len), str(value)], [value]
     return [max(action.option_strings, key=len), str(value)], value
 
 

@@ -88,6 +88,7 @@ def ingest(
     registry: Registry | None = None,
     progress: bool = True,
     fast_paths: bool = True,
+    storage_options: Mapping[str, str] | Iterable[str] | None = None,
 ) -> IngestSummary:
     """Ingest files and directories into the warehouse at ``root`` (created if need be); see ``warehouse ingest``.
 
@@ -100,9 +101,12 @@ def ingest(
     ingestors read (``tokenizer`` is one); ``registry`` the formats to read with (default:
     the installed ones, ``warehouse.registry``); ``progress`` on stderr;
     ``fast_paths=False`` reads every record through the record path (the formats' vectorised
-    paths are held to it; turn them off only to compare the two).
+    paths are held to it; turn them off only to compare the two). ``paths`` may be
+    ``s3://bucket/prefix`` URLs; ``storage_options`` (``aws_region``, ``aws_endpoint_url``, ...:
+    the names deltalake and polars take; a dict, or ``KEY=VALUE`` strings as ``--storage-option``
+    gives them) add to and override the AWS environment (docs/storage.md).
     """
-    from . import checks
+    from . import checks, remote
     from .runner import ingest as _ingest
 
     if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
@@ -125,6 +129,7 @@ def ingest(
         options=run_options,
         registry=registry,
         fast_paths=fast_paths,
+        storage_options=remote.canonical(storage_options),
     )
 
 

@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 import pyarrow.parquet as pq
 
+from . import remote
 from .dependencies import DependsOn
 from .readers import inside
 from .storage import Manifest, Store
@@ -76,7 +77,7 @@ class Catalog:
         """(st_dev, st_ino) -> catalogued path, for the catalogued files that are still there."""
         out = {}
         for path, entry in self.rows.items():
-            if entry.get("status") == "unreadable":
+            if entry.get("status") == "unreadable" or remote.is_url(path):  # an object's identity is its URL
                 continue
             try:
                 st = os.stat(path)
@@ -122,16 +123,16 @@ class Catalog:
         ingested through ``real/`` is under ``link/`` when ``link`` leads to ``real``. A given
         path that is gone itself (a deleted directory) still covers what was catalogued under it.
         """
-        given = {os.path.abspath(p) for p in paths}
-        given |= {os.path.realpath(p) for p in given}
+        given = {remote.normpath(p) for p in paths}
+        given |= {os.path.realpath(p) for p in given if not remote.is_url(p)}
         return {
             path for path in self.rows
-            if path not in seen and any(inside(path, g) for g in given) and not os.path.lexists(path)
+            if path not in seen and any(inside(path, g) for g in given) and not remote.exists(path)
         }
 
     def covers(self, path: str) -> bool:
         """True when a catalogued file lies under ``path`` (which may be gone)."""
-        a = os.path.abspath(path)
+        a = remote.normpath(path)
         return any(inside(p, a) for p in self.rows)
 
     def asking_for(self, option: str) -> list[str]:

@@ -136,6 +136,9 @@ def build_parser(format_names: bool = True):
     p.add_argument("--no-wait", dest="wait", action="store_false", help="fail (exit 4) instead of waiting when another ingest holds the warehouse (the default is to wait)")
     p.add_argument("--max-record-mb", type=float, default=64.0, help="largest single record read, in MB (default 64); larger ones are quarantined")
     p.add_argument("--tokenizer", metavar="DIR", help="local tokenizer directory (transformers) for token ranges of responses without stored tokens; remembered for later runs")
+    p.add_argument("--storage-option", dest="storage_options", action="append", metavar="KEY=VALUE",
+                   help="for s3:// PATHs: aws_region, aws_endpoint_url, aws_access_key_id, ... (repeatable; "
+                        "overrides the AWS_* environment; see docs/storage.md)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary on stderr")
 
     t = sub.add_parser(
@@ -226,6 +229,7 @@ def cmd_ingest(args) -> int:
         max_record_mb=args.max_record_mb,
         tokenizer=args.tokenizer,
         progress=not args.quiet,
+        storage_options=args.storage_options,
     )
     if not args.quiet:
         print(summary.text(), file=sys.stderr)

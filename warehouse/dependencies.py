@@ -11,7 +11,8 @@ column is a JSON list with one object per dependency, in the order they were met
 
 * a file: ``{"path", "size", "mtime_ns", "sha256"}``; ``size`` is null when it was not there
   or not read (``mtime_ns`` then says whether something stood there);
-* a directory listed: ``{"path", "size": null, "mtime_ns", "sha256": null, "dir": true}``;
+* a directory listed: ``{"path", "size": null, "mtime_ns", "sha256": null, "dir": true}``; for a
+  bucket prefix (which has no mtime), ``mtime_ns`` is a digest of the names under it (``remote.names_digest``);
 * a run option asked for: ``{"option", "value"}``;
 * a reference refused as outside the source's tree: ``{"path", "refused": tree}``.
 """
@@ -24,6 +25,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import orjson
+
+from . import remote
 
 Kind = Literal["file", "dir", "option", "refused"]
 
@@ -86,9 +89,17 @@ class Dependency:
         if self.kind == "refused":
             from .readers import inside  # here: readers records dependencies, so it imports this module
 
-            return bool(tree) and inside(self.path, os.path.normpath(tree))
+            return bool(tree) and inside(self.path, remote.normpath(tree))
         if self.kind == "option":
             return settings.get(self.name) != self.value
+        if remote.is_url(self.path):  # an object or a prefix: from the run's listing when it covers it
+            found = remote.stat(self.path)
+            if found is None:
+                return self.mtime_ns is not None
+            kind, size, mtime_ns = found
+            if self.kind == "dir":
+                return kind != "dir" or mtime_ns != self.mtime_ns
+            return kind != "file" or self.size is None or size != self.size or mtime_ns != self.mtime_ns
         try:
             st = os.stat(self.path)
         except OSError:

@@ -8,6 +8,10 @@ is a file, ingested once per run under the first path met. Hidden entries
 (``.git``, ``.cache``) and the warehouse root itself (however it is reached) are
 skipped. A directory or file that cannot be listed or stat'ed, or whose name is
 not valid UTF-8, is reported, not silently passed over.
+
+A URL (``s3://bucket/prefix``) is walked the same way through its listing
+(``remote.walk_objects``): objects in key order, hidden names below the prefix
+skipped, the same suffixes; an object's identity is its URL.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ import os
 import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+
+from . import remote
 
 
 @dataclass(slots=True, frozen=True)
@@ -56,7 +62,11 @@ def walk(
     """
     seen_dirs: set[tuple[int, int]] = set()
     seen_files: set[tuple[int, int]] = set()
+    seen_urls: set[str] = set()
     for given in paths:
+        if remote.is_url(given):
+            yield from _walk_url(remote.normpath(given), suffixes, seen_urls)
+            continue
         path = os.path.abspath(given)
         if not _utf8(path):
             yield Unreachable(readable(path), _NOT_UTF8)
@@ -74,6 +84,22 @@ def walk(
         elif _first(st, seen_files):
             yield Found(path, st.st_size, st.st_mtime_ns, explicit=True, tree=os.path.dirname(path),
                         identity=(st.st_dev, st.st_ino))
+
+
+def _walk_url(url: str, suffixes: tuple[str, ...], seen: set[str]) -> Iterator[Found]:
+    """The objects under a prefix (or the one object ``url`` names), as the local walk finds files."""
+    for entry in remote.walk_objects(url):
+        if entry.url in seen:
+            continue
+        if entry.url == url:  # named on its own: always looked at
+            seen.add(entry.url)
+            yield Found(entry.url, entry.size, entry.mtime_ns, explicit=True, tree=remote.normpath(url.rsplit("/", 1)[0]))
+            continue
+        below = entry.url[len(url) + 1:].split("/")
+        if any(part.startswith(".") for part in below) or not below[-1].lower().endswith(suffixes):
+            continue
+        seen.add(entry.url)
+        yield Found(entry.url, entry.size, entry.mtime_ns, tree=url)
 
 
 NOT_REGULAR = "not a regular file (a FIFO, device or socket); only regular files are read"

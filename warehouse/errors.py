@@ -44,6 +44,16 @@ class StorageError(WarehouseError):
     """The warehouse root is missing, unreadable or not a warehouse."""
 
 
+class ObjectStoreError(WarehouseError):
+    """Object storage refused or could not be reached (no such bucket, bad credentials, wrong
+    endpoint, no permission); the message names the bucket and key and says what to check."""
+
+    def __init__(self, message: str, *, bucket: str = "", key: str = ""):
+        super().__init__(message)
+        self.bucket = bucket
+        self.key = key
+
+
 class QueryError(WarehouseError):
     """DuckDB rejected a query; the message lists the available columns."""
 

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 
 from .dependencies import DependsOn
 from .ingestor import Ingestor
-from .readers import open_regular
+from .readers import open_source
 from .worker import BatchResult, WorkItem, detect
 
 #: JSONL files larger than this are split into pieces of about this size, ingested in parallel
@@ -42,9 +42,8 @@ class FileScan:
         start = pos = 0
         line = 1  # number of the first line of the piece being gathered
         lines_in_piece = 0
-        with open_regular(self.item.path) as f:
-            st = os.fstat(f.fileno())
-            self.size, self.mtime_ns = st.st_size, st.st_mtime_ns
+        f, self.size, self.mtime_ns = open_source(self.item.path)
+        with f:
             while block := f.read(READ_BYTES):
                 h.update(block)
                 lines_in_piece += block.count(b"\n")
@@ -70,7 +69,8 @@ def split_large_files(items: list[WorkItem], sizes: list[int], ingestors: Sequen
     for item, size in zip(items, sizes):
         if size > chunk_bytes and item.path.lower().endswith(".jsonl"):
             try:
-                with open_regular(item.path) as f:
+                f, _size, _mtime_ns = open_source(item.path)
+                with f:
                     head = f.read(64 * 1024)
             except OSError:
                 head = None

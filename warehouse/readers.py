@@ -11,6 +11,10 @@ never ends), and never more than their size said when opened. A file's rows may
 depend on other files (``read_dependency``); those paths often come from data,
 so they must lie inside the *tree* the file was found under (the PATH given to
 ``ingest``): a reference outside it is refused, never opened.
+
+A source may be an object (``s3://bucket/key``, see ``remote.py``): it is read the
+same way, in ranged reads of a buffer at a time, and its references resolve by
+name inside its bucket prefix exactly as a local file's inside its tree.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from . import remote
 from .dependencies import Dependency
 from .records import Record, RecordError
 
@@ -52,6 +57,25 @@ def open_regular(path: str) -> BinaryIO:
         f.close()
         raise
     return f
+
+
+def open_source(path: str) -> tuple[BinaryIO, int, int]:
+    """(file, size, mtime_ns) of a regular local file or an object (a URL); OSError saying why not."""
+    if remote.is_url(path):
+        return remote.open_file(path)
+    f = open_regular(path)
+    st = os.fstat(f.fileno())
+    return f, st.st_size, st.st_mtime_ns
+
+
+def normpath(path: str) -> str:
+    """A path made absolute and normal, ``..`` resolved by name; a URL stays a URL (``remote.normpath``)."""
+    return remote.normpath(path)
+
+
+def isdir(path: str) -> bool:
+    """True when ``path`` is a directory, or a prefix that holds objects."""
+    return remote.isdir(path)
 
 
 def inside(path: str, tree: str) -> bool:
@@ -92,17 +116,14 @@ class SourceFile:
         ``tree``: the directory the file was found under (default: the file's own);
         paths taken from the file's data must lie inside it."""
         self.path = path
-        self.tree = os.path.normpath(tree) if tree else os.path.dirname(os.path.abspath(path))
+        self.tree = normpath(tree) if tree else os.path.dirname(normpath(path))
         self.max_record_bytes = max_record_bytes
         self.first_line = chunk[2] if chunk else 1
         #: run options an ingestor may use (e.g. ``tokenizer``: a local tokenizer directory)
         self.options = options or {}
         #: other files and directories this file's rows were built from (see ``read_dependency``)
         self.dependencies: list[Dependency] = []
-        self._f: BinaryIO = open_regular(path)
-        st = os.fstat(self._f.fileno())
-        self.size = st.st_size
-        self.mtime_ns = st.st_mtime_ns
+        self._f, self.size, self.mtime_ns = open_source(path)
         self._hash = hashlib.sha256()
         self._data: bytes | None = None
         self._range: tuple[int, int] | None = None
@@ -168,7 +189,12 @@ class SourceFile:
     def reference(self, path: str) -> str:
         """``path`` as read: absolute, ``..`` resolved by name; ReferenceRefused when it is
         outside the tree this file was found under (it came from the file's data)."""
-        p = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(self.path)), path))
+        if remote.is_url(path):
+            p = normpath(path)
+        elif not remote.is_url(self.path):
+            p = normpath(os.path.join(os.path.dirname(normpath(self.path)), path))
+        else:  # inside a bucket: a path from the data resolves below the bucket, never on this machine
+            p = normpath(os.path.dirname(self.path) + "/" + path) if not path.startswith("/") else path
         if not inside(p, self.tree):
             self.dependencies.append(Dependency.refused(p, self.tree))
             raise ReferenceRefused(
@@ -190,7 +216,9 @@ class SourceFile:
         not a regular file, over the record limit, or unreadable. A directory counts as
         no file there.
         """
-        path = self.reference(path) if from_data else os.path.abspath(path)
+        path = self.reference(path) if from_data else normpath(path)
+        if remote.is_url(path):
+            return self._read_object(path)
         try:
             with open_regular(path) as f:
                 st = os.fstat(f.fileno())
@@ -210,6 +238,29 @@ class SourceFile:
         self.dependencies.append(Dependency.file(path, len(data), st.st_mtime_ns, hashlib.sha256(data).hexdigest()))
         return data
 
+    def _read_object(self, url: str) -> bytes | None:
+        """``read_dependency`` of an object: the same rules, through its listing entry or a HEAD."""
+        try:
+            found = remote.stat(url)
+            if found is None or found[0] != "file":
+                self.dependencies.append(Dependency.file(url))
+                return None
+            _, size, mtime_ns = found
+            if (size or 0) > self.max_record_bytes:
+                self.dependencies.append(Dependency.file(url, mtime_ns=mtime_ns))
+                raise ReferenceRefused(
+                    f"{url}: {size} bytes, over the {self.max_record_bytes}-byte record limit; "
+                    "raise --max-record-mb to read it"
+                )
+            f, _size, _mtime = remote.open_file(url)
+            with f:
+                data = f.read(self.max_record_bytes + 1)[: self.max_record_bytes]
+        except OSError as e:
+            self.dependencies.append(Dependency.file(url))
+            raise ReferenceRefused(f"cannot read {url}: {e.strerror or e}") from None
+        self.dependencies.append(Dependency.file(url, len(data), mtime_ns, hashlib.sha256(data).hexdigest()))
+        return data
+
     def option(self, name: str):
         """A run option (e.g. ``tokenizer``). Asking for it makes it a dependency:
         when a later run has another value, this file is ingested again."""
@@ -224,6 +275,15 @@ class SourceFile:
         record limit, in bytes, are refused rather than listed).
         """
         path = self.reference(path)
+        if remote.is_url(path):
+            try:
+                names = remote.list_dir(path)
+            except OSError as e:
+                raise ReferenceRefused(f"cannot list {path}: {e.strerror or e}") from None
+            if sum(len(n) + 1 for n in names) > self.max_record_bytes:
+                raise ReferenceRefused(f"{path}: listing over the {self.max_record_bytes}-byte record limit")
+            self.dependencies.append(Dependency.directory(path, remote.names_digest(names) if names else None))
+            return names
         names: list[str] = []
         try:
             mtime = os.stat(path).st_mtime_ns

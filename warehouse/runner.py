@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from .catalog import Catalog
 from .commit import Changes, commit
 from .discover import LoopSkipped, Unreachable, walk
-from .errors import Interrupted, StorageError, StrictModeError, UsageError, WarehouseError
+from . import remote
+from .errors import Interrupted, ObjectStoreError, StorageError, StrictModeError, UsageError, WarehouseError
 from .ingestor import JSON_SUFFIXES
 from .pieces import FileScan, merge_pieces, split_large_files
 from .pool import Engine, Inline, ProcessPool, WorkerLost
@@ -69,6 +70,7 @@ def ingest(
     options: dict | None = None,
     fast_paths: bool = True,
     trees: dict[str, str] | None = None,
+    storage_options: dict | None = None,
 ) -> IngestSummary:
     """Ingest files and directories into the warehouse at ``root``. See ``warehouse ingest --help``.
 
@@ -76,6 +78,7 @@ def ingest(
     leaves no file of its own behind, and in a root that held no warehouse, nothing
     at all. ``trees`` (for ``tokenize``): the tree of each file named in ``paths``,
     instead of its directory. ``registry``: the formats (default: the installed ones).
+    ``storage_options``: how to reach sources given as URLs (``remote.py``; never stored).
     """
     t0 = time.monotonic()
     registry = registry or Registry.installed()
@@ -84,11 +87,11 @@ def ingest(
     ingestors = registry.ingestors()
     if not paths:
         raise UsageError("no paths to ingest")
+    remote.configure(storage_options, new_run=True)
     for p in paths:
-        if not os.path.lexists(p) and not prune:
-            raise UsageError(
-                f"{p}: no such file or directory (if it was ingested and is gone, --prune removes its rows)"
-            )
+        if not remote.exists(p) and not prune:
+            what = "no object at or under it" if remote.is_url(p) else "no such file or directory"
+            raise UsageError(f"{p}: {what} (if it was ingested and is gone, --prune removes its rows)")
     store = Store(root)
     run_id = new_run_id()
     summary = IngestSummary(run_id, root=root)
@@ -106,7 +109,7 @@ def ingest(
         suffixes = tuple(sorted(set(JSON_SUFFIXES) | {s for i in ingestors for s in i.suffixes}))
         if format is not None:
             suffixes = next(i for i in ingestors if i.name == format).suffixes
-        existing = [p for p in paths if os.path.lexists(p)]
+        existing = [p for p in paths if remote.exists(p)]
         for p in paths:
             if p not in existing and not catalog.covers(p):
                 raise UsageError(f"{p}: no such file or directory, and no catalogued file was under it")
@@ -127,6 +130,8 @@ def ingest(
             max_record_bytes=max_record_bytes,
             options=settings,
             fast_paths=fast_paths,
+            # resolved here: a worker process may not have this process's environment (a forkserver started earlier)
+            storage_options=remote.resolve(storage_options) if any(remote.is_url(p) for p in paths) else {},
         )
         results: list[BatchResult] = []
         if work.unreachable:
@@ -197,14 +202,14 @@ def _what_to_read(paths: Sequence[str], existing: list[str], store: Store, catal
     work.gone = catalog.gone(paths, seen)
     # Files built from a file that changed (or went) are ingested again too, walked or not.
     scheduled = {i.path for i in work.items}
-    walked_dirs = [os.path.abspath(p) for p in existing if os.path.isdir(p)]
+    walked_dirs = [remote.normpath(p) for p in existing if remote.isdir(p)]
     for path in sorted(catalog.dependents(scheduled | work.gone) - scheduled - work.gone):
-        if os.path.isfile(path):
+        if remote.isfile(path):
             if path in unchanged:  # counted once: as ingested again, not as unchanged too
                 summary.files_unchanged -= 1
             tree = next((d for d in walked_dirs if inside(path, d)), None) or catalog[path].get("source_tree")
             work.items.append(WorkItem(path, None, tree=tree))
-            work.sizes.append(os.path.getsize(path))
+            work.sizes.append(remote.getsize(path))
     return work
 
 
@@ -286,6 +291,8 @@ def _said_in_one_line(store: Store, run_id: str):
     except KeyboardInterrupt:
         raise Interrupted(_interrupted_state(store, run_id)) from None
     except OSError as e:
+        if remote.is_url(e.filename):  # an object the run's own checks could not stat
+            raise ObjectStoreError(f"{e.strerror} ({_state(store)})") from None
         raise StorageError(_storage_message(store, e)) from None
     except WorkerLost:
         raise WarehouseError(
@@ -363,7 +370,8 @@ def tokenize(root: str, tokenizer: str, **options) -> IngestSummary:
     if not store.exists():
         raise UsageError(f"{root}: no warehouse here (no manifest.json)")
     catalog = Catalog.load(store, store.read_manifest())
-    paths = [p for p in catalog.asking_for("tokenizer") if os.path.isfile(p)]
+    remote.configure(options.get("storage_options"), new_run=True)
+    paths = [p for p in catalog.asking_for("tokenizer") if remote.isfile(p)]
     opts = dict(options.pop("options", None) or {}, tokenizer=os.path.abspath(tokenizer))
     if not paths:
         summary = IngestSummary(run_id="")

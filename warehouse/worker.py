@@ -15,6 +15,7 @@ maps, validates, writes and quarantines.
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import hashlib
 import os
 from collections.abc import Callable, Sequence
@@ -22,7 +23,8 @@ from dataclasses import dataclass, field
 
 from .dependencies import DependsOn
 from .ingestor import JSON_SUFFIXES, Ingestor
-from .readers import BOM, RAW_LIMIT, SourceFile, open_regular
+from . import remote
+from .readers import BOM, RAW_LIMIT, SourceFile, open_source
 from .records import Record, RecordError
 from .registry import Registry
 from .sink import Counts, RecordSink, StrictFailure, StrictStop
@@ -54,6 +56,8 @@ class BatchSpec:
     max_record_bytes: int = 64 * 1024 * 1024
     options: dict = field(default_factory=dict)  # run options ingestors may ask for (src.option)
     fast_paths: bool = True  # ingestors' vectorized paths; off only to check them against the record path
+    #: how to reach sources given as URLs (``remote.configure``); never stored, never shown
+    storage_options: dict = field(default_factory=dict, repr=False)
 
 
 @dataclass
@@ -95,6 +99,8 @@ class BatchIngest:
     # --- entry point ----------------------------------------------------------
 
     def run(self) -> BatchResult:
+        if self.spec.storage_options or any(remote.is_url(i.path) for i in self.spec.items):
+            remote.configure(self.spec.storage_options)  # in a worker process: the run's options
         try:
             for item in self.spec.items:
                 self._file(item)
@@ -186,11 +192,11 @@ class BatchIngest:
         else:
             return False
         try:
-            st = os.stat(item.path)
+            size, mtime_ns = _stat(item.path)
         except OSError as e:
             self._unreadable(item.path, e, counts)
             return True
-        self._catalog(item.path, ingestor.name, None, st.st_size, st.st_mtime_ns, counts, "not_records",
+        self._catalog(item.path, ingestor.name, None, size, mtime_ns, counts, "not_records",
                       tree=_tree_of(item), reason=reason)
         self.progress(1, 0)
         return True
@@ -262,12 +268,12 @@ class BatchIngest:
         """A source read from its path and stat alone: the file is never opened."""
         path = item.path
         try:
-            st = os.stat(path)
+            size, mtime_ns = _stat(path)
         except OSError as e:
             self._unreadable(path, e, counts)
             return
-        self.sink.record(path, ingestor, Record("", {"size": st.st_size, "mtime_ns": st.st_mtime_ns}), counts)
-        self._catalog(path, ingestor.name, None, st.st_size, st.st_mtime_ns, counts, "ingested", tree=_tree_of(item))
+        self.sink.record(path, ingestor, Record("", {"size": size, "mtime_ns": mtime_ns}), counts)
+        self._catalog(path, ingestor.name, None, size, mtime_ns, counts, "ingested", tree=_tree_of(item))
         self.progress(1, 0)
 
     def _unreadable(self, path: str, e: OSError, counts: Counts) -> None:
@@ -307,7 +313,18 @@ class BatchIngest:
 
 
 def _tree_of(item: WorkItem) -> str:
-    return os.path.normpath(item.tree) if item.tree else os.path.dirname(item.path)
+    return remote.normpath(item.tree) if item.tree else os.path.dirname(item.path)
+
+
+def _stat(path: str) -> tuple[int, int]:
+    """(size, mtime_ns) of a file or an object, without opening it; OSError when it is not there."""
+    if not remote.is_url(path):
+        st = os.stat(path)
+        return st.st_size, st.st_mtime_ns
+    found = remote.stat(path)
+    if found is None or found[0] != "file":
+        raise OSError(errno.ENOENT, "no such object")
+    return found[1] or 0, found[2] or 0
 
 
 def _digest(src: SourceFile, path: str) -> str:
@@ -317,7 +334,8 @@ def _digest(src: SourceFile, path: str) -> str:
         return src.sha256()
     h = hashlib.sha256()
     left = src.size  # the bytes the file had when opened, as the parse will read
-    with open_regular(path) as f:
+    f, _size, _mtime_ns = open_source(path)
+    with f:
         while left > 0 and (chunk := f.read(min(1 << 20, left))):
             h.update(chunk)
             left -= len(chunk)

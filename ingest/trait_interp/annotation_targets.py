@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from warehouse.readers import ReferenceRefused, SourceFile, decode_json
+from warehouse.readers import ReferenceRefused, SourceFile, decode_json, isdir, normpath
 from warehouse.records import RecordContext, RecordError, stable_id, where
 
 from .. import spans as spanlib
@@ -189,7 +189,7 @@ def _resolver_for(src: SourceFile, form: str, root: dict) -> Resolver:
         r = Resolver(src, "array", array_file)
         r.load_array()
         src.list_dependency_dir(set_dir)
-        if r._array_error and (os.path.isdir(set_dir) or "/inference/" in src.path):
+        if r._array_error and (isdir(set_dir) or "/inference/" in src.path):
             return Resolver(src, "dir", set_dir)
         return r
     if form in ("detailed", "audit"):
@@ -197,12 +197,12 @@ def _resolver_for(src: SourceFile, form: str, root: dict) -> Resolver:
         source = metadata.get("response_source")
         if isinstance(source, str) and source.strip():
             for parent in _parents(d, src.tree):
-                candidate = os.path.normpath(os.path.join(parent, source))
+                candidate = normpath(os.path.join(parent, source))  # a bucket URL stays one
                 try:
                     src.list_dependency_dir(candidate)  # so the responses are found when they appear
                 except ReferenceRefused as e:
                     return Resolver(src, None, None, f"metadata.response_source {source!r}: {e.message}")
-                if os.path.isdir(candidate):
+                if isdir(candidate):
                     return Resolver(src, "dir", candidate)
             return Resolver(
                 src, None, None,
@@ -210,7 +210,7 @@ def _resolver_for(src: SourceFile, form: str, root: dict) -> Resolver:
                 f"file inside {src.tree}",
             )
         src.list_dependency_dir(set_dir)
-        if os.path.isdir(set_dir) or "/inference/" in src.path:
+        if isdir(set_dir) or "/inference/" in src.path:
             return Resolver(src, "dir", set_dir)
         return Resolver(
             src, None, None,
@@ -222,7 +222,7 @@ def _resolver_for(src: SourceFile, form: str, root: dict) -> Resolver:
 
 def _parents(d: str, tree: str):
     """``d`` and its parents, up to ``tree`` (the files above it are not the run's to read)."""
-    d = os.path.abspath(d)
+    d = normpath(d)
     while True:
         yield d
         parent = os.path.dirname(d)
