@@ -109,7 +109,8 @@ def test_the_rules_are_needed_sqlglot_alone_gives_other_values_or_none(spark):
             same = False
         if not same:
             needed.append(name)
-    assert needed == list(CONSTRUCTS)
+    covered = [name for name in CONSTRUCTS if name not in needed]
+    assert not covered, f"sqlglot now translates {covered} by itself: drop their rules from warehouse/spark/translate.py"
 
 
 def test_views_read_raw_tables_as_one_part_names_and_become_temporary():

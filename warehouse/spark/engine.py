@@ -46,7 +46,8 @@ def session(master: str | None = None):
     (default: what ``spark-submit`` or the Spark configuration says, else ``local[*]``)."""
     from pyspark.sql import SparkSession
 
-    existing = SparkSession.getActiveSession() or SparkSession._instantiatedSession
+    # the thread's active session, else the process's (made in another thread)
+    existing = SparkSession.getActiveSession() or getattr(SparkSession, "_instantiatedSession", None)
     if existing is None:
         builder = SparkSession.builder.appName("warehouse ingest").config("spark.ui.showConsoleProgress", "false")
         if master:
