@@ -3,6 +3,7 @@ CREATE OR REPLACE VIEW annotation_categories AS
 SELECT
     s.source_path,
     c.key AS category,
-    CASE WHEN json_type(c.value) = 'VARCHAR' THEN c.value ->> '$' ELSE CAST(c.value AS VARCHAR) END AS description
+    -- a string's text; any other value as JSON (->> gives NULL for a JSON null: 'null', as written)
+    coalesce(c.value ->> '$', CAST(c.value AS VARCHAR)) AS description
 FROM raw.annotation_sets AS s, json_each(s.categories) AS c
 WHERE s.categories IS NOT NULL;

@@ -74,6 +74,37 @@ def ingested_cleanly(tmp_path_factory, name: str, source: Path) -> Warehouse:
     return w
 
 
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark (``local[2]``) for the whole test session: starting one costs ~10-30 s.
+    Skipped, saying why, only where pyspark or Java is absent."""
+    import importlib.util
+    import shutil
+    import sys
+
+    if importlib.util.find_spec("pyspark") is None:
+        pytest.skip("pyspark is not installed: pip install -e '.[test,spark]' to run the Spark tests")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("no Java runtime (java on PATH or JAVA_HOME): Spark needs Java 17 or later")
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]").appName("warehouse tests")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", "1g")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.pyspark.python", sys.executable)  # tasks run this interpreter, where the project is
+        .config("spark.executorEnv.PYTHONPATH", str(REPO))  # and see the tests' own toy formats
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
 @pytest.fixture
 def realdata() -> Path:
     if not REALDATA.is_dir():

@@ -88,6 +88,8 @@ def ingest(
     registry: Registry | None = None,
     progress: bool = True,
     fast_paths: bool = True,
+    engine: str = "local",
+    spark_master: str | None = None,
     storage_options: Mapping[str, str] | Iterable[str] | None = None,
 ) -> IngestSummary:
     """Ingest files and directories into the warehouse at ``root`` (created if need be); see ``warehouse ingest``.
@@ -101,7 +103,9 @@ def ingest(
     ingestors read (``tokenizer`` is one); ``registry`` the formats to read with (default:
     the installed ones, ``warehouse.registry``); ``progress`` on stderr;
     ``fast_paths=False`` reads every record through the record path (the formats' vectorised
-    paths are held to it; turn them off only to compare the two). ``paths`` may be
+    paths are held to it; turn them off only to compare the two); ``engine="spark"`` runs the
+    batches as Spark tasks (the ``spark`` extra; docs/spark.md), on ``spark_master`` (a Spark
+    master URL) or the SparkSession this process already has. ``paths`` may be
     ``s3://bucket/prefix`` URLs; ``storage_options`` (``aws_region``, ``aws_endpoint_url``, ...:
     the names deltalake and polars take; a dict, or ``KEY=VALUE`` strings as ``--storage-option``
     gives them) add to and override the AWS environment (docs/storage.md).
@@ -113,6 +117,7 @@ def ingest(
         paths = [paths]  # type: ignore[list-item]
     root = checks.local_path(root)
     checks.positive(max_record_mb, "max_record_mb", " of MB")
+    checks.engine(engine, spark_master)
     run_options = dict(options or {})
     if tokenizer is not None:
         run_options["tokenizer"] = checks.directory(tokenizer, "tokenizer", TOKENIZER_DIR)
@@ -129,6 +134,8 @@ def ingest(
         options=run_options,
         registry=registry,
         fast_paths=fast_paths,
+        engine=engine,
+        spark_master=spark_master,
         storage_options=remote.canonical(storage_options),
     )
 

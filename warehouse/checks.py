@@ -20,6 +20,9 @@ SQL_FORMATS = ("table", "csv", "json", "jsonl")
 #: what ``warehouse stats --format`` / ``warehouse.stats(format=...)`` writes
 STATS_FORMATS = ("table", "json")
 
+#: where ``warehouse ingest --engine`` / ``warehouse.ingest(engine=...)`` runs the batches
+ENGINES = ("local", "spark")
+
 #: a URL scheme (s3://, gs://, https://, file://): not a local directory
 URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
@@ -69,3 +72,17 @@ def choice(value: str | None, name: str, choices: tuple[str, ...]) -> str | None
     if value is not None and value not in choices:
         raise UsageError(f"{option(name)} {value!r}: choose one of {', '.join(choices)}")
     return value
+
+
+def engine(name: str, spark_master: str | None) -> str:
+    """One of ``ENGINES``; ``spark`` only where pyspark is installed; a master only for Spark."""
+    choice(name, "engine", ENGINES)
+    if spark_master is not None and name != "spark":
+        raise UsageError(f"--spark-master {spark_master}: only with --engine spark")
+    if name == "spark":
+        import importlib.util
+
+        if importlib.util.find_spec("pyspark") is None:
+            raise UsageError("--engine spark: pyspark is not installed here; install the extra: "
+                             "pip install 'response-warehouse[spark]' (docs/spark.md)")
+    return name

@@ -22,7 +22,7 @@ import os
 import sys
 
 from . import __version__
-from .checks import SQL_FORMATS, STATS_FORMATS
+from .checks import ENGINES, SQL_FORMATS, STATS_FORMATS
 from .errors import UsageError, WarehouseError
 
 EXIT_OK = 0
@@ -35,6 +35,7 @@ examples:
   warehouse ingest experiments/ --root wh
   warehouse ingest data/conversations.jsonl --root wh --format NAME --strict   # NAME: see --format
   warehouse ingest experiments/ --root wh --prune      # also drop rows of deleted files
+  warehouse ingest /shared/experiments/ --root /shared/wh --engine spark --spark-master spark://head:7077
 """
 
 SQL_EXAMPLES = """\
@@ -136,6 +137,10 @@ def build_parser(format_names: bool = True):
     p.add_argument("--no-wait", dest="wait", action="store_false", help="fail (exit 4) instead of waiting when another ingest holds the warehouse (the default is to wait)")
     p.add_argument("--max-record-mb", type=float, default=64.0, help="largest single record read, in MB (default 64); larger ones are quarantined")
     p.add_argument("--tokenizer", metavar="DIR", help="local tokenizer directory (transformers) for token ranges of responses without stored tokens; remembered for later runs")
+    p.add_argument("--engine", default="local", choices=ENGINES,
+                   help="where the files are read: local (this machine's cores, the default) or spark (Spark tasks; docs/spark.md)")
+    p.add_argument("--spark-master", metavar="URL",
+                   help="with --engine spark: the Spark master (spark://host:7077, local[4], ...); default: the session's own")
     p.add_argument("--storage-option", dest="storage_options", action="append", metavar="KEY=VALUE",
                    help="for s3:// PATHs: aws_region, aws_endpoint_url, aws_access_key_id, ... (repeatable; "
                         "overrides the AWS_* environment; see docs/storage.md)")
@@ -229,6 +234,8 @@ def cmd_ingest(args) -> int:
         max_record_mb=args.max_record_mb,
         tokenizer=args.tokenizer,
         progress=not args.quiet,
+        engine=args.engine,
+        spark_master=args.spark_master,
         storage_options=args.storage_options,
     )
     if not args.quiet:

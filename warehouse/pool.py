@@ -13,6 +13,7 @@ never commits: the runner does, once, from the results.
 Another engine (on a cluster) only has to meet the same contract: take the specs
 (they pickle), run ``BatchIngest(spec, progress).run()`` wherever it likes, and give
 back the results; the writers put each batch's files under the run's own names.
+``warehouse.spark.engine.SparkEngine`` does so on Spark (``--engine spark``).
 """
 
 from __future__ import annotations

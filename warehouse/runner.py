@@ -70,6 +70,8 @@ def ingest(
     options: dict | None = None,
     fast_paths: bool = True,
     trees: dict[str, str] | None = None,
+    engine: str = "local",
+    spark_master: str | None = None,
     storage_options: dict | None = None,
 ) -> IngestSummary:
     """Ingest files and directories into the warehouse at ``root``. See ``warehouse ingest --help``.
@@ -78,6 +80,8 @@ def ingest(
     leaves no file of its own behind, and in a root that held no warehouse, nothing
     at all. ``trees`` (for ``tokenize``): the tree of each file named in ``paths``,
     instead of its directory. ``registry``: the formats (default: the installed ones).
+    ``engine``: ``local`` (this process or a process pool) or ``spark`` (Spark tasks, on
+    ``spark_master`` or the session this process has: ``warehouse.spark.engine``).
     ``storage_options``: how to reach sources given as URLs (``remote.py``; never stored).
     """
     t0 = time.monotonic()
@@ -145,7 +149,7 @@ def ingest(
         bar = IngestProgress(len(items) + len(scans), sum(sizes) + sum(s.item_size for s in scans), enabled=progress)
         try:
             if not any(r.strict_failure for r in results):
-                results += _run_batches(items, sizes, spec_args, jobs, bar, scans)
+                results += _run_batches(items, sizes, spec_args, jobs, bar, scans, engine, spark_master)
                 if scans:
                     results.append(merge_pieces(results, scans))
         finally:
@@ -214,14 +218,12 @@ def _what_to_read(paths: Sequence[str], existing: list[str], store: Store, catal
 
 
 def _run_batches(items: list[WorkItem], sizes: list[int], spec_args: dict, jobs: int | None, bar: IngestProgress,
-                 scans: Sequence[FileScan] = ()) -> list[BatchResult]:
+                 scans: Sequence[FileScan] = (), engine_name: str = "local",
+                 spark_master: str | None = None) -> list[BatchResult]:
     """Plan the batches, run them on an engine, and stop it at --strict's first bad record."""
     if not items and not scans:
         return []
-    jobs = max(1, jobs or os.cpu_count() or 1)
-    total = sum(sizes) + sum(s.item_size for s in scans)
-    inline = jobs == 1 or (total <= INLINE_MAX_BYTES and len(items) <= INLINE_MAX_FILES)
-    engine: Engine = Inline() if inline else ProcessPool(jobs)
+    engine = _engine(engine_name, spark_master, jobs, sum(sizes) + sum(s.item_size for s in scans), len(items))
     batches = plan_batches(items, sizes, engine.workers) if items else []
 
     def specs() -> Iterator[BatchSpec]:
@@ -242,6 +244,18 @@ def _run_batches(items: list[WorkItem], sizes: list[int], spec_args: dict, jobs:
                 break  # --strict met a bad record: the run is over, the batches still running with it
     results.sort(key=lambda r: r.batch_no)
     return results
+
+
+def _engine(name: str, spark_master: str | None, jobs: int | None, total_bytes: int, files: int) -> Engine:
+    """``spark``: Spark tasks, whatever the size (the user asked for the cluster). ``local``: this
+    process for a small run or ``--jobs 1`` (a pool costs more than it saves), else a process pool."""
+    if name == "spark":
+        from .spark.engine import SparkEngine  # pyspark only when asked for
+
+        return SparkEngine(spark_master)
+    jobs = max(1, jobs or os.cpu_count() or 1)
+    inline = jobs == 1 or (total_bytes <= INLINE_MAX_BYTES and files <= INLINE_MAX_FILES)
+    return Inline() if inline else ProcessPool(jobs)
 
 
 def plan_batches(items: list[WorkItem], sizes: list[int], jobs: int) -> list[list[WorkItem]]:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import orjson
 
-from .errors import LockedError, StorageError
+from .errors import LockedError, StorageError, UsageError
 
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1
@@ -286,3 +286,19 @@ def _fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def snapshot_files(root: str | os.PathLike, *, as_of: int | None = None) -> dict[str, list[str]]:
+    """The data files of each table in a snapshot of the warehouse at ``root``: table -> absolute paths.
+
+    The one way an engine other than the project's own readers (Spark: ``warehouse.spark.register``)
+    learns which files hold a table's rows. ``as_of`` names a snapshot by its number; this storage
+    keeps only the live one (the manifest's ``version``), so any other number is refused.
+    """
+    store = Store(root)
+    if not store.exists():
+        raise StorageError(f"{root}: no warehouse here (no {MANIFEST}); create one with `warehouse ingest PATH --root {root}`")
+    manifest = store.read_manifest()
+    if as_of is not None and as_of != manifest.version:
+        raise UsageError(f"--as-of {as_of}: this warehouse keeps only its live snapshot, {manifest.version}")
+    return {table: store.live_files(manifest, table) for table in manifest.tables}

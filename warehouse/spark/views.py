@@ -1,0 +1,89 @@
+"""``register(spark, root)``: a warehouse snapshot as temporary views of a SparkSession.
+
+Two layers, as in DuckDB (``warehouse/views.py``):
+
+* ``raw_<table>``: each declared table over its data files in the snapshot
+  (``warehouse.storage.snapshot_files``, the one place that knows them), read with the
+  declared schema, so a column an older file lacks is NULL and an empty table is a typed
+  empty view. JSON columns are text (Spark has no JSON type; ``get_json_object``,
+  ``from_json`` and ``parse_json`` read them).
+* the views of ``sql/`` in name order, then the installed formats' ``views``, each
+  translated from DuckDB to Spark SQL (``warehouse.spark.translate``). ``path_fields``
+  is computed by its view from ``raw_sources`` (DuckDB reads the copy the ingest
+  materialised; Spark derives it where it runs).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from ..storage import snapshot_files
+from ..tables import TABLES, Table
+from ..views import format_views, view_files
+from .translate import raw_name, to_spark
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+def register(spark: SparkSession, root: str | os.PathLike, *, as_of: int | None = None) -> list[str]:
+    """Make every table (``raw_<table>``) and every view of the warehouse at ``root`` a temporary
+    view of ``spark``; returns the names of the views, in the order they were made.
+
+    ``as_of``: a snapshot number (``warehouse history``); default: the live snapshot. The views
+    read the files of that snapshot, so later ingests do not change them: register again to see
+    them. Files a later commit retires are deleted an hour after it, as for DuckDB connections.
+    """
+    files = snapshot_files(root, as_of=as_of)
+    names = []
+    for table in TABLES.values():
+        _table_frame(spark, table, files.get(table.name, [])).createOrReplaceTempView(raw_name(table.name))
+        names.append(raw_name(table.name))
+    for statement in [path.read_text() for path in view_files()] + format_views():
+        translated = to_spark(statement)
+        spark.sql(translated)
+        names.append(_view_name(translated))
+    return names
+
+
+def spark_schema(table: Table) -> str:
+    """The table's declared columns as a Spark DDL schema."""
+    return ", ".join(f"`{c.name}` {spark_type(c.type)}" for c in table.columns)
+
+
+def spark_type(t: pa.DataType) -> str:
+    """The Spark SQL type that reads a Parquet column written with Arrow type ``t``."""
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "STRING"
+    if pa.types.is_boolean(t):
+        return "BOOLEAN"
+    if pa.types.is_int32(t):
+        return "INT"
+    if pa.types.is_int64(t):
+        return "BIGINT"
+    if pa.types.is_float64(t):
+        return "DOUBLE"
+    if pa.types.is_timestamp(t):
+        return "TIMESTAMP" if t.tz else "TIMESTAMP_NTZ"
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return f"ARRAY<{spark_type(t.value_type)}>"
+    if pa.types.is_struct(t):
+        return "STRUCT<" + ", ".join(f"`{f.name}`: {spark_type(f.type)}" for f in t) + ">"
+    raise TypeError(f"no Spark type for the Arrow type {t} (declare it in warehouse/spark/views.py)")
+
+
+def _table_frame(spark: SparkSession, table: Table, files: list[str]) -> DataFrame:
+    schema = spark_schema(table)
+    if not files:
+        return spark.createDataFrame([], schema)
+    return spark.read.schema(schema).parquet(*files)
+
+
+def _view_name(spark_sql: str) -> str:
+    import sqlglot
+    from sqlglot import exp
+
+    return sqlglot.parse_one(spark_sql, read="spark").find(exp.Table).name
