@@ -15,16 +15,13 @@ from . import checks, interrupt
 from .checks import SQL_FORMATS, STATS_FORMATS
 from .errors import QueryError, StorageError
 from .output import TABLE_ROWS, render_table, write_result
-from .storage import Store
 from .tables import TABLES
 from .views import connect
 
 
-def open_existing(root: str | os.PathLike) -> duckdb.DuckDBPyConnection:
+def open_existing(root: str | os.PathLike, as_of: int | None = None) -> duckdb.DuckDBPyConnection:
     root = checks.local_path(root)
-    if not Store(root).exists():
-        raise StorageError(f"{root}: no warehouse here (no manifest.json); create one with `warehouse ingest PATH --root {root}`")
-    con = connect(root)
+    con = connect(root, as_of=as_of)
     interrupt.register(con)  # Ctrl-C stops its queries at once (under the CLI's guard)
     return con
 
