@@ -140,6 +140,7 @@ def commit_table(uri: str, version: int | None, arrow_schema, adds: list[Part], 
     now = int(time.time() * 1000)
     removals = [RemoveAction(p, True, now) for p in removes]
     dt.create_write_transaction(removals + actions, mode="append", schema=dt.schema(), commit_properties=props)
+    dt.update_incremental()  # the object does not follow its own commit
     return dt.version()
 
 
@@ -156,6 +157,13 @@ def _add_new_columns(dt, arrow_schema, props) -> None:
     new = [f for f in Schema.from_arrow(arrow_schema).fields if f.name not in have]
     if new:
         dt.alter.add_columns(new, commit_properties=props)
+
+
+def writer_properties():
+    """The writer settings of the files delta-rs writes itself (``optimize``): those of ours (zstd level 1)."""
+    from deltalake import WriterProperties
+
+    return WriterProperties(compression="ZSTD", compression_level=1)
 
 
 def live_files(uri: str, version: int) -> list[str]:

@@ -127,6 +127,12 @@ def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None,
     store = Store(root)
     record = read_existing_snapshot(store, root, as_of)
     files = pinned_files(store, record)
+    if as_of is not None:  # an old snapshot: its files may have been vacuumed (the latest's never are)
+        gone = [f for fs in files.values() for f in fs if not os.path.exists(f)]
+        if gone:
+            raise StorageError(
+                f"{root}: snapshot {as_of} cannot be read any more: `warehouse compact` deleted {len(gone)} of its "
+                f"files (e.g. {os.path.relpath(gone[0], store.root)}). {readable_hint(store)}")
     con = duckdb.connect(":memory:")
     # GLOBAL: cursors of this connection (one per call in ``Warehouse``) get it too.
     con.execute(f"SET GLOBAL dynamic_or_filter_threshold = {PATH_FILTER_LIST_MAX}")
