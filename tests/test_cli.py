@@ -102,7 +102,7 @@ def test_sql_on_a_missing_warehouse_says_how_to_make_one(tmp_path, capsys):
     assert main(["sql", "SELECT 1", "--root", str(tmp_path / "none")]) == 1
     err = capsys.readouterr().err
     assert err == (
-        f"error: {tmp_path / 'none'}: no warehouse here (no snapshot in .warehouse/snapshots); "
+        f"error: {tmp_path / 'none'}: no such directory, so no warehouse here; "
         f"create one with `warehouse ingest PATH --root {tmp_path / 'none'}`\n"
     )
 

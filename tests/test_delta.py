@@ -268,8 +268,8 @@ def test_history_lists_each_snapshot_and_as_of_reads_it(wh, tmp_path):
                            capture_output=True, text=True, check=True).stdout
     assert table.splitlines()[0].split()[:3] == ["snapshot", "time", "operation"] and "(3 rows)" in table
     # outside users read the same history in the Delta log
-    meta = [h for h in DeltaTable(str(wh.root / "responses")).history() if h.get("warehouse.snapshot") == "2"]
-    assert meta and meta[0]["warehouse.run_id"] == hist[1]["run_id"]
+    meta = [h for h in DeltaTable(str(wh.root / "responses")).history() if h.get("warehouse_snapshot") == "2"]
+    assert meta and meta[0]["warehouse_run_id"] == hist[1]["run_id"]
 
 
 # --- compact --------------------------------------------------------------------------------------

@@ -152,7 +152,7 @@ def commit_plan(store: Store, record: SnapshotRecord, new: SnapshotRecord, plan:
     """Commit every table's change and write snapshot ``new``; on any failure, the tables as ``record`` pins them."""
     with _sigint_deferred():
         try:
-            meta = {"warehouse.run_id": new.run_id, "warehouse.snapshot": new.number, "warehouse.operation": new.operation}
+            meta = {"warehouse_run_id": new.run_id, "warehouse_snapshot": new.number, "warehouse_operation": new.operation}
             for c in plan:
                 version = c.version
                 if version is None or c.adds or c.removes:
@@ -269,7 +269,7 @@ def repair(store: Store, record: SnapshotRecord, *, delete_orphans: bool = True)
         table = delta.open_table(str(d))
         if table.version() > pinned:
             table.restore(pinned, commit_properties=delta.properties(
-                {"warehouse.operation": "repair", "warehouse.snapshot": record.number}))
+                {"warehouse_operation": "repair", "warehouse_snapshot": record.number}))
             done.append(f"restored {d.name} to version {pinned} (snapshot {record.number})")
     if delete_orphans:
         known = {s.run_id for s in store.snapshots()}

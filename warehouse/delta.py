@@ -166,8 +166,11 @@ def writer_properties():
 
 
 def live_files(uri: str, version: int) -> list[str]:
-    """Absolute paths (or URIs) of the table's files at ``version``."""
-    return open_table(uri, version).file_uris()
+    """Absolute paths of the table's files at ``version`` (deltalake gives them percent-encoded: a root
+    with a space in its path would read as missing files)."""
+    from urllib.parse import unquote
+
+    return [unquote(u) for u in open_table(uri, version).file_uris()]
 
 
 def add_actions(uri: str, version: int):

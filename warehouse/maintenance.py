@@ -14,8 +14,6 @@ import sys
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-import orjson
-
 from . import checks
 
 #: files replaced longer ago than this are deleted by ``compact`` (Delta's own default: 7 days);
@@ -41,6 +39,8 @@ def history(root: str | os.PathLike, *, format: str | None = None, out: IO[str] 
         return rows
     out = out or sys.stdout
     if format == "json":
+        import orjson
+
         out.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode() + "\n")
         return None
     from .output import render_table
@@ -110,8 +110,8 @@ def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, 
             run_id=run_id, operation="compact", path_fields_sql=record.path_fields_sql, settings=record.settings,
         )
         summary = CompactSummary(new.number, retention_hours=retention_hours)
-        meta = delta.properties({"warehouse.run_id": run_id, "warehouse.snapshot": new.number,
-                                 "warehouse.operation": "compact"})
+        meta = delta.properties({"warehouse_run_id": run_id, "warehouse_snapshot": new.number,
+                                 "warehouse_operation": "compact"})
         compacted = {}
         with _sigint_deferred():
             try:

@@ -91,6 +91,8 @@ def ingest(
                 f"{p}: no such file or directory (if it was ingested and is gone, --prune removes its rows)"
             )
     store = Store(root)
+    if "%" in str(store.root):
+        raise UsageError(f"--root {root}: a path with '%' in it, which deltalake reads as an escape; choose another --root")
     run_id = new_run_id()
     summary = IngestSummary(run_id, root=root)
     if store.root.exists() and not store.root.is_dir():
@@ -381,6 +383,9 @@ def tokenize(root: str, tokenizer: str, **options) -> IngestSummary:
     store = Store(root)
     if not store.exists() and not store.legacy():
         raise UsageError(f"{root}: {NO_WAREHOUSE}")
+    if store.legacy():  # the catalog is read before the ingest that would convert the root
+        with store.lock(wait=options.get("wait", True), announce=say):
+            open_for_writing(store, say)
     catalog = Catalog.load(store, store.read_snapshot())
     paths = [p for p in catalog.asking_for("tokenizer") if os.path.isfile(p)]
     opts = dict(options.pop("options", None) or {}, tokenizer=os.path.abspath(tokenizer))

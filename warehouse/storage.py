@@ -111,10 +111,8 @@ class Store:
         d = self.state_dir / SNAPSHOTS
         try:
             names = os.listdir(d)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # nothing there: no warehouse (yet)
             return []
-        except NotADirectoryError:
-            raise StorageError(f"{d}: not a directory") from None
         return sorted(int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit())
 
     def exists(self) -> bool:
@@ -192,8 +190,9 @@ class Store:
         """
         path = self.lock_path
         while True:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            self.root.mkdir(parents=True, exist_ok=True)  # (an error here names the root, not its state folder)
             try:
+                path.parent.mkdir(exist_ok=True)
                 fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
             except FileNotFoundError:  # the root was removed (forget) since mkdir: make it again
                 continue

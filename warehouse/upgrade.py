@@ -53,7 +53,7 @@ def _convert(store: Store, manifest: dict) -> None:
         number=1, time=dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"), run_id=run_id,
         operation="upgrade", settings=manifest.get("settings", {}), path_fields_sql=path_fields_sql_hash(),
     )
-    meta = {"warehouse.run_id": run_id, "warehouse.snapshot": 1, "warehouse.operation": "upgrade"}
+    meta = {"warehouse_run_id": run_id, "warehouse_snapshot": 1, "warehouse_operation": "upgrade"}
     n = 0
     rows = {}
     for name, table in TABLES.items():
