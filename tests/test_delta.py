@@ -187,6 +187,18 @@ def test_a_run_killed_between_table_commits_is_invisible_then_repaired(wh, tmp_p
     assert_outside_readers_agree(wh.root)
 
 
+def test_repair_leaves_a_table_of_the_users_beside_the_warehouse_alone(wh, tmp_path):
+    from deltalake import write_deltalake
+
+    src = tmp_path / "src"
+    steering(src, "L1_c1.0_2026-01-01_00-00-00.json", "v1")
+    wh.ingest(src)
+    write_deltalake(str(wh.root / "mine"), pa.table({"a": [1, 2]}))  # not a warehouse table: no snapshot pins it
+    steering(src, "L2_c1.0_2026-01-01_00-00-00.json", "v1")
+    wh.ingest(src)
+    assert DeltaTable(str(wh.root / "mine")).to_pyarrow_table().num_rows == 2
+
+
 def test_a_failure_between_table_commits_restores_every_table(wh, tmp_path, monkeypatch):
     src = tmp_path / "src"
     steering(src, "L1_c1.0_2026-01-01_00-00-00.json", "v1")

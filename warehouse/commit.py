@@ -258,7 +258,8 @@ def repair(store: Store, record: SnapshotRecord, *, delete_orphans: bool = True)
     run) is removed.
     """
     done = []
-    for d in store.table_dirs():
+    ours = {*TABLES, PATH_FIELDS, *record.tables}  # a folder of the user's beside them is theirs
+    for d in store.table_dirs(ours):
         if not delta.is_table(str(d)):
             continue
         pinned = record.version(d.name)
@@ -274,7 +275,7 @@ def repair(store: Store, record: SnapshotRecord, *, delete_orphans: bool = True)
     if delete_orphans:
         known = {s.run_id for s in store.snapshots()}
         n = 0
-        for d in store.table_dirs():
+        for d in store.table_dirs(ours):
             for f in d.iterdir():
                 m = RUN_ID.match(f.name)
                 if m and m.group() not in known and f.is_file():

@@ -166,13 +166,13 @@ class Store:
         d.mkdir(parents=True, exist_ok=True)
         return str(d / name)
 
-    def table_dirs(self) -> list[Path]:
-        """The folders under the root that hold a Delta table or files of a run."""
+    def table_dirs(self, names: set[str] | None = None) -> list[Path]:
+        """The folders under the root that hold a Delta table or files of a run (of the tables ``names``)."""
         out = []
         if not self.root.is_dir():
             return out
         for d in sorted(self.root.iterdir()):
-            if d.name.startswith(".") or not d.is_dir():
+            if d.name.startswith(".") or not d.is_dir() or (names is not None and d.name not in names):
                 continue
             if (d / "_delta_log").is_dir() or any(RUN_ID.match(n) for n in os.listdir(d)):
                 out.append(d)

@@ -36,7 +36,7 @@ def upgrade(store: Store) -> SnapshotRecord:
         if manifest.get("format_version") != LEGACY_FORMAT:
             raise StorageError(f"{path}: warehouse format {manifest.get('format_version')!r}, this version converts "
                                f"{LEGACY_FORMAT}; re-ingest into a new --root")
-        for d in store.table_dirs():  # what a conversion that died left: started over
+        for d in store.table_dirs({*TABLES, PATH_FIELDS}):  # what a conversion that died left: started over
             shutil.rmtree(d)
         _convert(store, manifest)
     record = store.read_snapshot()
