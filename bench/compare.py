@@ -1,6 +1,7 @@
 """Ingest with two commits of the warehouse, interleaved in one run: wall time, CPU time, peak RSS, rows.
 
     python bench/compare.py a85de84^ HEAD --corpus afterimage-100mb inference-20000 --runs 3
+    python bench/compare.py d705fa7 HEAD --corpus inference-100000 --reingest --runs 4
 
 Each commit is checked out once (``git worktree add --detach``) under --work, laid out
 as installed, and run with its checkout first on PYTHONPATH by this interpreter (so
@@ -10,7 +11,8 @@ a machine whose load changes during the run treats both alike. Corpora are folde
 made by corpora.py under --corpus-dir (bench/ingest.py makes them). Prints one
 markdown row per corpus and commit: medians of wall time, CPU time (user + system,
 every process of the tree) and peak RSS, and the rows each table ended with, which
-must be equal.
+must be equal. ``--reingest`` times an unchanged re-ingest instead: each commit ingests
+the corpus once (untimed) into its own root, then every timed run ingests it again.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ def main() -> None:
     ap.add_argument("--corpus", nargs="+", required=True, help="folder names under --corpus-dir")
     ap.add_argument("--corpus-dir", default=os.path.join(tempfile.gettempdir(), "warehouse-bench"))
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--reingest", action="store_true", help="time an unchanged re-ingest into a root ingested once")
     ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "warehouse-compare"))
     a = ap.parse_args()
     work = Path(a.work)
@@ -74,10 +77,17 @@ def main() -> None:
         for corpus in a.corpus:
             src = Path(a.corpus_dir) / corpus
             for rev, tree in trees.items():
-                root = work / "root"
-                shutil.rmtree(root, ignore_errors=True)
                 env = dict(os.environ, PYTHONPATH=str(tree))
-                r = run([sys.executable, "-m", "warehouse.cli", "ingest", str(src), "--root", str(root), "--quiet"], env=env)
+                cmd = [sys.executable, "-m", "warehouse.cli", "ingest", str(src), "--quiet", "--root"]
+                if a.reingest:
+                    root = work / f"root-{corpus}-{tree.name}"
+                    if n == 0:
+                        shutil.rmtree(root, ignore_errors=True)
+                        run(cmd + [str(root)], env=env)
+                else:
+                    root = work / "root"
+                    shutil.rmtree(root, ignore_errors=True)
+                r = run(cmd + [str(root)], env=env)
                 if r.returncode != 0:
                     sys.exit(f"{rev} on {corpus} failed:\n{r.stderr}")
                 counted = subprocess.run([sys.executable, "-m", "warehouse.cli", "sql", COUNT, "--root", str(root),

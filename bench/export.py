@@ -46,9 +46,9 @@ def main() -> None:
     ap.add_argument("--corpus", default=os.path.join(tempfile.gettempdir(), "warehouse-bench"))
     a = ap.parse_args()
     root = Path(a.root) if a.root else Path(a.corpus) / "queries-1000000-wh"
-    if not (root / "manifest.json").exists():
+    if not (root / ".warehouse" / "snapshots").is_dir():
         if a.root:
-            sys.exit(f"--root {root}: not a warehouse (no manifest.json)")
+            sys.exit(f"--root {root}: not a warehouse (no .warehouse/snapshots)")
         say(f"building {root} with bench/queries.py ...")
         subprocess.run([sys.executable, str(Path(__file__).parent / "queries.py"), "--runs", "2", "--corpus", a.corpus],
                        check=True, stdout=subprocess.DEVNULL)

@@ -184,7 +184,7 @@ def run_case(directory: Path, root: Path, extra: list[str], as_nobody: bool) -> 
     seconds = time.monotonic() - t0
     stats = json.loads(stats_file.read_text()) if stats_file.exists() else {"code": proc.returncode, "maxrss_kb": 0}
     summary = {"code": stats["code"], "rss_mb": stats["maxrss_kb"] / 1024, "seconds": seconds, "stderr": proc.stderr.strip()}
-    if (root / "manifest.json").exists():
+    if (root / ".warehouse" / "snapshots").is_dir():
         import warehouse
 
         con = warehouse.connect(root)

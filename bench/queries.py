@@ -56,7 +56,7 @@ def main() -> None:
         subprocess.run([sys.executable, str(Path(__file__).parent / "corpora.py"), "steering", "--responses",
                         str(a.responses), "--annotate", "0.2", "--out", str(src)], check=True)
         (src / ".complete").touch()
-    if not (root / "manifest.json").exists():
+    if not (root / ".warehouse" / "snapshots").is_dir():
         say(f"ingesting into {root} ...")
         t = time.monotonic()
         subprocess.run([sys.executable, "-m", "warehouse.cli", "ingest", str(src), "--root", str(root)], check=True)
@@ -66,7 +66,7 @@ def main() -> None:
     con = warehouse.connect(root)
     n = con.execute("SELECT count(*) FROM responses").fetchall()[0][0]
     spans = con.execute("SELECT count(*) FROM annotations").fetchall()[0][0]
-    files = sum(len(v) for v in __import__("json").loads((root / "manifest.json").read_text())["tables"].values())
+    files = sum(len(v) for v in warehouse.storage.snapshot_files(root).values())
     print(f"{n:,} responses, {spans:,} annotations, {files} Parquet files, DuckDB threads = {os.cpu_count()}\n")
     print("| query | rows | first run | median of the next |\n|---|---|---|---|")
     for name, sql in QUERIES:

@@ -34,9 +34,9 @@ def main() -> None:
     a = ap.parse_args()
     here = Path(__file__).parent
     root = Path(a.root) if a.root else Path(a.corpus) / f"afterimage-{a.mb}mb-wh"
-    if not (root / "manifest.json").exists():
+    if not (root / ".warehouse" / "snapshots").is_dir():
         if a.root:
-            sys.exit(f"--root {root}: not a warehouse (no manifest.json)")
+            sys.exit(f"--root {root}: not a warehouse (no .warehouse/snapshots)")
         corpus = Path(a.corpus) / f"afterimage-{a.mb}mb"
         if not corpus.exists():
             say(f"writing {corpus} ...")

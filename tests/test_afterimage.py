@@ -328,7 +328,7 @@ def test_strict_stops_at_the_first_bad_line_with_file_and_line(wh, tmp_path):
     assert str(e.value) == (
         f"{path}:2: map: not an AfterImage row: no 'conversations' key (keys: persona); "
         "each row needs a 'conversations' list of {role, content} messages")
-    assert not (wh.root / "manifest.json").exists()  # the run changed nothing: no warehouse was made
+    assert not wh.root.exists()  # the run changed nothing: no warehouse was made
 
 
 # --- property: the mapping keeps every field ------------------------------------------------------

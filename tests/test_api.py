@@ -88,7 +88,7 @@ def test_a_root_without_a_warehouse_is_a_clear_error(opener, tmp_path):
     with pytest.raises(StorageError, match="a_file: is a file, not a warehouse directory"):
         opener(tmp_path / "a_file")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(StorageError, match=r"empty: no warehouse here \(no manifest.json\); create one with"):
+    with pytest.raises(StorageError, match=r"empty: no warehouse here \(no snapshot in .warehouse/snapshots\); create one with"):
         opener(tmp_path / "empty")
 
 
@@ -159,18 +159,15 @@ def test_objects_made_before_a_refresh_keep_reading_their_snapshot(tmp_path):
     assert wh.read("responses")["response"].to_list() == ["new", "new"]
 
 
-def test_a_snapshot_whose_files_were_deleted_says_to_refresh(tmp_path, monkeypatch):
-    from warehouse import storage
-
+def test_a_snapshot_whose_files_were_deleted_says_to_refresh(tmp_path):
     w, src = _two_versions(tmp_path)
     wh = warehouse.open(w.root)
     lf = wh.scan("responses")
     write_json(src, [{"prompt": "p", "response": "new"}])
-    w.ingest(src.parent)  # replaces the file wh reads; it is kept for RETIRE_GRACE_S
-    monkeypatch.setattr(storage, "RETIRE_GRACE_S", 0.0)  # ... which is over at the next ingest
-    w.ingest(src.parent)
+    w.ingest(src.parent)  # replaces the file wh reads; it is kept until a compact past its retention
+    warehouse.compact(w.root, retention_hours=0, progress=False)
     assert wh.snapshot.missing()  # the files of wh's snapshot are gone
-    advice = r"later ingests replaced it and deleted \d+ of its files .* Call wh.refresh\(\)"
+    advice = r"`warehouse compact` has since deleted \d+ of its files .* Call wh.refresh\(\)"
     calls = {"read": lambda: wh.read("responses"), "sql": lambda: wh.sql("SELECT * FROM responses").fetchall(),
              "old LazyFrame": lf.collect, "new LazyFrame": lambda: wh.scan("responses").collect(),
              "arrow": lambda: wh.read_arrow("sources")}

@@ -109,7 +109,7 @@ def test_sql_on_a_missing_warehouse_says_how_to_make_one(tmp_path, capsys):
     assert main(["sql", "SELECT 1", "--root", str(tmp_path / "none")]) == 1
     err = capsys.readouterr().err
     assert err == (
-        f"error: {tmp_path / 'none'}: no warehouse here (no manifest.json); "
+        f"error: {tmp_path / 'none'}: no such directory, so no warehouse here; "
         f"create one with `warehouse ingest PATH --root {tmp_path / 'none'}`\n"
     )
 
@@ -147,7 +147,7 @@ def test_strict_exits_3_with_file_locator_stage_message(tmp_path, capsys):
     bad.write_text('[{"prompt": "p", "response": "r"}, {"prompt": "p", "response": "r", "prompt_end": "4"}]')
     assert main(["ingest", str(bad), "--root", str(tmp_path / "wh"), "--strict", "--quiet"]) == 3
     assert capsys.readouterr().err == f"error: {bad}[1].prompt_end: map: prompt_end: expected an integer, got string '4'\n"
-    assert not (tmp_path / "wh" / "manifest.json").exists()
+    assert not (tmp_path / "wh").exists()  # the run changed nothing: no warehouse was made
 
 
 def test_the_console_script_is_installed():

@@ -99,10 +99,10 @@ def ingest_one(path: Path, fmt: str, root: Path):
     [source] = result.sources
     assert source["records"] == source["records_ingested"] + source["records_quarantined"], source
     quarantine = result.parts.get("quarantine")
-    rows = pq.read_table(quarantine[0]).num_rows if quarantine else 0
+    rows = pq.read_table(root / quarantine.path).num_rows if quarantine else 0
     assert rows == source["records_quarantined"]
-    for part, _ in result.parts.values():
-        Path(part).unlink()
+    for part in result.parts.values():
+        (root / part.path).unlink()
     return source
 
 

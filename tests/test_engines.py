@@ -69,9 +69,9 @@ def _nan_is_nan(v):
     return v
 
 
-def _outcome(result):
+def _outcome(result, root):
     """A batch's result without what differs between roots: its files' rows instead of their paths."""
-    rows = {t: _nan_is_nan(pq.read_table(path).to_pylist()) for t, (path, _n) in result.parts.items()}
+    rows = {t: _nan_is_nan(pq.read_table(os.path.join(root, part.path)).to_pylist()) for t, part in result.parts.items()}
     sources = [{k: v for k, v in s.items() if k != "ingested_at"} for s in result.sources]
     return (result.batch_no, rows, sources, result.records_ingested, result.records_quarantined,
             result.bytes_read, result.ignored)
@@ -87,7 +87,7 @@ def test_every_engine_gives_the_same_results_for_the_same_batches(tmp_path):
         with closing(engine.run(_specs(root, batches), lambda files, nbytes: None)) as running:
             results = list(running)
         assert sorted(r.batch_no for r in results) == [1, 2, 3]  # in any order: as they finish
-        outcomes.append(sorted(map(_outcome, results), key=lambda o: o[0]))
+        outcomes.append(sorted((_outcome(r, root) for r in results), key=lambda o: o[0]))
     assert outcomes[0] == outcomes[1]
     assert sum(o[3] for o in outcomes[0]) > 0
 

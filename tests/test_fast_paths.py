@@ -37,7 +37,7 @@ def ingest_batch(path: Path, root: Path, fast_paths: bool) -> dict[str, list[str
     out = {}
     for table in TABLES:
         part = result.parts.get(table)
-        rows = pq.read_table(part[0]).to_pylist() if part else []
+        rows = pq.read_table(root / part.path).to_pylist() if part else []
         out[table] = sorted(json.dumps(r, sort_keys=True, default=str) for r in normalize_rows(rows, path.parent))
     out["sources"] = [{k: v for k, v in s.items() if k not in ("ingest_run", "ingested_at")} for s in result.sources]
     return out

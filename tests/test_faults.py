@@ -18,6 +18,7 @@ import pytest
 import warehouse
 from warehouse import cli
 from warehouse.errors import StrictModeError
+from warehouse.storage import Store
 
 from .conftest import write_json, write_text
 
@@ -153,7 +154,7 @@ def test_a_full_disk_is_a_message_and_leaves_no_file_of_the_run(tmp_path, capsys
         steering_file(src, f"L{i}_c1.0_2026-01-01_00-00-00.json")
     warehouse.ingest([str(src)], str(root), progress=False)
     before = everything_under(root)
-    manifest = (root / "manifest.json").read_bytes()
+    snapshot = Store(root).read_snapshot()
     steering_file(src, "L1_c1.0_2026-01-01_00-00-00.json", tag="new")  # a rewrite, new parts, a new catalog
     if when == "writing parts":
         _disk_full_after(monkeypatch, TableWriter, "_write_row_group", 1)
@@ -164,7 +165,7 @@ def test_a_full_disk_is_a_message_and_leaves_no_file_of_the_run(tmp_path, capsys
     assert "No space left on device" in err and "free some space and run again" in err
     assert err.endswith("(the warehouse is as it was before this run)\n")
     assert everything_under(root) == before  # no part, rewrite or catalog of the run is left filling the disk
-    assert (root / "manifest.json").read_bytes() == manifest
+    assert Store(root).read_snapshot() == snapshot
 
 
 def test_a_failing_worker_stops_the_others_and_their_parts_are_deleted_at_once(tmp_path):
@@ -176,14 +177,14 @@ def test_a_failing_worker_stops_the_others_and_their_parts_are_deleted_at_once(t
     write_json(src / STEERING / "A0.json", [{"prompt": "q", "response": pad}] * 800 + [17])
     for i in range(16):  # other batches, running beside it
         write_json(src / STEERING / f"L{i}_c1.0_2026-01-01_00-00-00.json", [{"prompt": "q", "response": pad}] * 200)
-    (root / "data").mkdir(parents=True)
-    os.symlink("/sys", root / "data" / "quarantine")  # a table folder where no file can be created, even by root
+    root.mkdir(parents=True)
+    os.symlink("/sys", root / "quarantine")  # a table folder where no file can be created, even by root
     done = subprocess.run([sys.executable, "-m", "warehouse.cli", "ingest", str(src), "--root", str(root),
                            "--jobs", "2", "--quiet"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 1, done.stderr
     assert done.stderr.startswith(f"error: cannot ingest into {root}: ") and done.stderr.count("\n") == 1
     assert "Permission denied" in done.stderr and "Traceback" not in done.stderr
-    assert everything_under(root) == ["data", "data/quarantine"]
+    assert everything_under(root) == ["quarantine"]
 
 
 # --- the root inside the input tree ---------------------------------------------------------------
@@ -238,26 +239,25 @@ def test_a_run_waiting_for_a_new_root_that_the_first_run_removes_takes_a_fresh_l
     import threading
 
     import warehouse.runner as runner
-    from warehouse.storage import Store
 
     bad, good, root = tmp_path / "bad", tmp_path / "good", tmp_path / "wh"
     write_json(bad / STEERING / "L1_c1.0_2026-01-01_00-00-00.json", [17])
     steering_file(good)
     first_inside, second_waiting = threading.Event(), threading.Event()
-    real_gc, real_say = Store.collect_garbage, runner.say
+    real_open, real_say = runner.open_for_writing, runner.say
 
-    def gc(self, manifest, **k):
+    def opened(store, say):
         if not first_inside.is_set():
             first_inside.set()
             assert second_waiting.wait(60), "the second run never waited"
-        return real_gc(self, manifest, **k)
+        return real_open(store, say)
 
     def say(msg):
         if msg.startswith("waiting for the ingest holding"):
             second_waiting.set()
         real_say(msg)
 
-    monkeypatch.setattr(Store, "collect_garbage", gc)
+    monkeypatch.setattr(runner, "open_for_writing", opened)
     monkeypatch.setattr(runner, "say", say)
     outcome = {}
 
@@ -275,4 +275,4 @@ def test_a_run_waiting_for_a_new_root_that_the_first_run_removes_takes_a_fresh_l
     assert isinstance(outcome.get("first"), StrictModeError)
     assert summary.committed and summary.records_ingested == 3
     assert warehouse.connect(root).execute("SELECT count(*) FROM responses").fetchone()[0] == 3
-    assert everything_under(root)[:2] == [".lock", "data"]
+    assert everything_under(root)[:3] == [".warehouse", ".warehouse/lock", ".warehouse/snapshots"]

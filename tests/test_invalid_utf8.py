@@ -112,7 +112,7 @@ CASES = [afterimage_jsonl, afterimage_json, scale_jsonl, scale_json, trait_inter
 
 def check_readable(wh: Warehouse, tmp_path: Path) -> None:
     """Every Parquet file is valid (UTF-8 strings), every view reads, export writes every response."""
-    files = list((wh.root / "data").rglob("*.parquet"))
+    files = list(wh.root.rglob("*.parquet"))
     assert files
     for f in files:
         pq.read_table(f).validate(full=True)

@@ -231,7 +231,9 @@ def test_a_dataloop_item_json_that_is_not_a_regular_file_is_refused(tmp_path, ki
         os.mkfifo(sibling)  # opening it would wait for a writer forever, holding the lock
     else:
         os.symlink("/dev/zero", sibling)  # reading it never ends
-    done = _ingest_in_a_subprocess([ds], tmp_path / "wh", memory=2 << 30)
+    # a cap on address space, not memory: deltalake's runtime (threads, allocator arenas) reserves over
+    # 1 GB of it unused; a read of /dev/zero that never ended would pass any cap in seconds
+    done = _ingest_in_a_subprocess([ds], tmp_path / "wh", memory=6 << 30)
     assert done.returncode == 0, done.stderr
     wh = Warehouse(tmp_path / "wh")
     q = wh.rows("SELECT source_path, stage, error FROM quarantine ORDER BY 1")

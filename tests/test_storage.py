@@ -10,10 +10,11 @@ import time
 
 import pyarrow.parquet as pq
 import pytest
+from deltalake import DeltaTable
 
 import warehouse
 from warehouse.errors import LockedError, StrictModeError
-from warehouse.storage import Store
+from warehouse.storage import RUN_ID, Store, snapshot_files
 
 from .conftest import FIXTURES, Warehouse, normalize_rows, write_json
 
@@ -44,11 +45,11 @@ def test_reingest_of_unchanged_files_writes_nothing(wh, tmp_path):
     src = tmp_path / "src"
     steering_file(src)
     first = wh.ingest(src)
-    manifest = (wh.root / "manifest.json").read_bytes()
+    files = everything_under(wh.root)
     second = wh.ingest(src)
     assert (first.files_ingested, second.files_ingested, second.files_unchanged) == (1, 0, 1)
     assert not second.committed
-    assert (wh.root / "manifest.json").read_bytes() == manifest
+    assert everything_under(wh.root) == files and Store(wh.root).snapshot_numbers() == [1]
     assert counts(wh)["responses"] == 3
 
 
@@ -122,21 +123,25 @@ def test_strict_mode_stops_at_the_first_bad_record_and_changes_nothing(wh, tmp_p
     src = tmp_path / "src"
     steering_file(src)
     wh.ingest(src)
-    manifest = (wh.root / "manifest.json").read_bytes()
-    files_before = sorted(p.name for p in (wh.root / "data").rglob("*.parquet"))
+    files_before = everything_under(wh.root)
     bad = steering_file(src, "L20_c2.0_2026-01-23_05-39-08.json", rows=[{"prompt": "q", "response": "a"}, 17])
     with pytest.raises(StrictModeError) as e:
         wh.ingest(src, strict=True)
     assert str(e.value) == f"{bad}[1]: map: expected a JSON object for the response record, got number 17"
-    assert (wh.root / "manifest.json").read_bytes() == manifest
-    assert sorted(p.name for p in (wh.root / "data").rglob("*.parquet")) == files_before
+    assert everything_under(wh.root) == files_before  # no snapshot, no Delta version, no file of the run
 
 
-def _live_and_on_disk(root):
-    live = json.loads((root / "manifest.json").read_text())
-    referenced = {e["path"] for fs in live["tables"].values() for e in fs} | {live["path_fields"]["path"]}
-    referenced |= {r["path"] for r in live["retired"]}
-    return referenced, {str(p.relative_to(root)) for p in (root / "data").rglob("*.parquet")}
+def everything_under(root) -> dict[str, bytes]:
+    """Every file under the root with its bytes (but the lock's, which says who holds it)."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and p.name != "lock"}
+
+
+def files_of_unfinished_runs(root) -> list[str]:
+    """Data files whose run (the start of every file name of a run) has no snapshot."""
+    known = {r.run_id for r in Store(root).snapshots()}
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*.parquet")
+                  if RUN_ID.match(p.name) and RUN_ID.match(p.name).group() not in known)
 
 
 def test_an_interrupt_before_the_commit_leaves_the_old_state_and_no_file_of_the_run(wh, tmp_path, monkeypatch):
@@ -146,16 +151,17 @@ def test_an_interrupt_before_the_commit_leaves_the_old_state_and_no_file_of_the_
     before = wh.rows("SELECT response FROM responses ORDER BY 1")
     steering_file(src, rows=[{"prompt": "q", "response": "new"}])
 
-    def boom(self, manifest):
-        raise KeyboardInterrupt  # Ctrl-C between writing the files and the rename
+    def boom(self, record):
+        raise KeyboardInterrupt  # as a Ctrl-C between the table commits and the snapshot
 
-    monkeypatch.setattr(Store, "commit", boom)
+    monkeypatch.setattr(Store, "write_snapshot", boom)
     with pytest.raises(KeyboardInterrupt, match="as it was before this run"):
         wh.ingest(src)
     monkeypatch.undo()
     assert wh.rows("SELECT response FROM responses ORDER BY 1") == before
-    referenced, on_disk = _live_and_on_disk(wh.root)
-    assert on_disk <= referenced  # the run's parts, rewrites and catalog were deleted at once
+    assert DeltaTable(str(wh.root / "responses")).to_pyarrow_table()["response"].to_pylist() == [
+        r["response"] for r in before]  # the tables were restored: outside readers see the old rows too
+    assert files_of_unfinished_runs(wh.root) == []  # the run's parts, rewrites and catalog were deleted at once
     wh.ingest(src)
     assert wh.rows("SELECT response FROM responses") == [{"response": "new"}]
 
@@ -164,14 +170,12 @@ def test_files_of_a_killed_run_are_collected_by_the_next_one(wh, tmp_path):
     src = tmp_path / "src"
     steering_file(src)
     wh.ingest(src)
-    referenced, _ = _live_and_on_disk(wh.root)
-    orphan = wh.root / "data" / "responses" / "20000101T000000000Z-dead-b00001.parquet"  # as a SIGKILL leaves it
-    shutil.copy(wh.root / sorted(p for p in referenced if "/responses/" in p)[0], orphan)
+    orphan = wh.root / "responses" / "20000101T000000000Z-dead-b00001.parquet"  # as a SIGKILL leaves it
+    shutil.copy(snapshot_files(wh.root)["responses"][0], orphan)
     steering_file(src, rows=[{"prompt": "q", "response": "new"}])
     wh.ingest(src)
     assert not orphan.exists()
-    referenced, on_disk = _live_and_on_disk(wh.root)
-    assert on_disk <= referenced
+    assert files_of_unfinished_runs(wh.root) == []
 
 
 def test_changing_one_file_per_ingest_never_makes_file_names_grow(wh, tmp_path):
@@ -188,28 +192,13 @@ def test_changing_one_file_per_ingest_never_makes_file_names_grow(wh, tmp_path):
         s = wh.ingest(src)
         assert s.files_ingested == 1 and s.committed
     assert counts(wh)["responses"] == 12
-    assert max(len(p.name) for p in (wh.root / "data").rglob("*.parquet")) <= len("20260101T000000000Z-abcd-rw00001.parquet")
-
-
-def test_retired_files_are_deleted_after_their_grace_period(wh, tmp_path):
-    src = tmp_path / "src"
-    steering_file(src)
-    wh.ingest(src)
-    steering_file(src, rows=[{"prompt": "q", "response": "v2"}])
-    wh.ingest(src)
-    store = Store(wh.root)
-    manifest = store.read_manifest()
-    retired = [r["path"] for r in manifest.retired]
-    assert retired and all((wh.root / p).exists() for p in retired)
-    manifest = store.collect_garbage(manifest, now=time.time() + 7200)
-    assert manifest.retired == [] and not any((wh.root / p).exists() for p in retired)
+    assert max(len(p.name) for p in wh.root.rglob("*.parquet")) <= len("20260101T000000000Z-abcd-rw00001.parquet")
 
 
 def test_parquet_files_are_zstd_with_declared_schema(wh, tmp_path):
     steering_file(tmp_path / "src")
     wh.ingest(tmp_path / "src")
-    manifest = Store(wh.root).read_manifest()
-    path = wh.root / manifest.files("responses")[0].path
+    path = snapshot_files(wh.root)["responses"][0]
     meta = pq.ParquetFile(path).metadata
     assert meta.row_group(0).column(0).compression == "ZSTD"
     assert pq.read_schema(path).names == warehouse.TABLES["responses"].column_names
@@ -244,7 +233,7 @@ def test_parallel_ingest_gives_the_same_rows_as_inline(tmp_path, monkeypatch):
     q = "SELECT * FROM {} ORDER BY source_path, source_locator"
     for table in ("responses", "turns", "evaluations", "prompts"):
         assert normalize_rows(inline.rows(q.format(table))) == normalize_rows(parallel.rows(q.format(table))), table
-    assert len(Store(parallel.root).read_manifest().files("responses")) >= 2  # several batches really ran
+    assert len(snapshot_files(parallel.root)["responses"]) >= 2  # several batches really ran
 
 
 def test_connection_sees_a_consistent_snapshot_while_an_ingest_commits(wh, tmp_path):
@@ -254,6 +243,6 @@ def test_connection_sees_a_consistent_snapshot_while_an_ingest_commits(wh, tmp_p
     con = warehouse.connect(wh.root)
     steering_file(src, rows=[{"prompt": "q", "response": "v2"}])
     wh.ingest(src)
-    # the old connection still reads its snapshot (retired files are kept for an hour)
+    # the old connection still reads its snapshot (replaced files stay until `warehouse compact`)
     assert con.execute("SELECT count(*) FROM responses").fetchone() == (3,)
     assert warehouse.connect(wh.root).execute("SELECT count(*) FROM responses").fetchone() == (1,)

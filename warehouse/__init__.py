@@ -23,6 +23,7 @@ from .errors import ExportError, QueryError, StorageError, StrictModeError, Usag
 if TYPE_CHECKING:
     from .api import Warehouse, open, read, read_arrow, scan
     from .exports import ExportSummary
+    from .maintenance import compact, history
     from .query import sql, stats
     from .registry import Registry
     from .runner import IngestSummary
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "Warehouse": "api", "open": "api", "read": "api", "read_arrow": "api", "scan": "api",
     "sql": "query", "stats": "query", "TABLES": "tables", "connect": "views",
+    "history": "maintenance", "compact": "maintenance",
 }
 
 
@@ -50,6 +52,8 @@ def __getattr__(name: str):
 __all__ = [
     "TABLES",
     "Warehouse",
+    "compact",
+    "history",
     "open",
     "read",
     "read_arrow",
@@ -149,18 +153,21 @@ def export(
     overwrite: bool = False,
     memory_limit: str = "1GB",  # exports.MEMORY_LIMIT (not imported here: start-up stays light)
     progress: bool = True,
+    as_of: int | None = None,
 ) -> ExportSummary:
     """Export the responses matching ``where`` (SQL on ``responses``; None: all) with their children; see ``warehouse export``.
 
     ``format`` is parquet, jsonl, csv, openai_chat, or an installed source format that writes its
     own shape back (``warehouse export --help`` lists them). ``overwrite`` replaces an existing
-    ``out`` directory; ``memory_limit`` is DuckDB's (it spills beyond).
+    ``out`` directory; ``memory_limit`` is DuckDB's (it spills beyond); ``as_of`` exports warehouse
+    snapshot N (``warehouse.history`` lists them), default the latest.
     """
     from . import checks
     from .exports import export as _export
 
+    checks.count(as_of, "as_of", least=1)
     return _export(checks.local_path(root), where, format, checks.local_path(out, "out"),
-                   overwrite=overwrite, memory_limit=memory_limit, progress=progress)
+                   overwrite=overwrite, memory_limit=memory_limit, progress=progress, as_of=as_of)
 
 
 def tokenize(root: StrPath, tokenizer: StrPath, *, jobs: int | None = None, progress: bool = True) -> IngestSummary:

@@ -10,7 +10,7 @@ is a method of ``Warehouse`` and a function of the module taking the root first.
 >>> import warehouse
 >>> wh = warehouse.open(SAMPLE_ROOT)
 >>> wh                                             # its tables and row counts
-Warehouse('...', version 1, last run ...)
+Warehouse('...', snapshot 1, run ...)
   responses                   227 rows
   turns                       201 rows
   sentence_boundaries          33 rows
@@ -42,11 +42,12 @@ Session state therefore lasts one call: ``SET`` and ``CREATE TEMP ...`` through
 ``sql()`` do not carry over to the next call; ``wh.cursor()`` gives a DuckDB
 connection of your own for a session (one thread at a time).
 
-Snapshots: a ``Warehouse`` reads the warehouse as it was when opened (or last
-refreshed). ``refresh()`` moves it to the current state; LazyFrames and relations
-made before keep reading their own snapshot. A later ingest deletes the files it
-replaced an hour after replacing them (``storage.RETIRE_GRACE_S``); a snapshot
-read after that fails with a ``StorageError`` that says to refresh.
+Snapshots: a ``Warehouse`` reads one warehouse snapshot: the latest when opened (or
+last refreshed), or ``open(root, as_of=N)`` (``warehouse history`` lists them).
+``refresh()`` moves it to the latest; LazyFrames and relations made before keep reading
+their own snapshot. Files a later ingest replaced stay until ``warehouse compact``
+vacuums them (after ``compact.RETENTION_HOURS`` by default); a snapshot read after that
+fails with a ``StorageError`` that says to refresh and which snapshots are readable.
 """
 
 from __future__ import annotations
@@ -60,8 +61,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from .errors import StorageError, UsageError
-from .storage import RETIRE_GRACE_S
-from .views import Snapshot, open_snapshot
+from .views import Snapshot, open_snapshot, readable_hint
 
 if TYPE_CHECKING:  # polars and pyarrow are imported where used, not at start-up
     import polars as pl
@@ -77,8 +77,8 @@ class _Open:
     usable after the Warehouse moved on (``refresh``) until the last of them is gone.
     """
 
-    def __init__(self, root: str):
-        self.con, self.snapshot = open_snapshot(root)
+    def __init__(self, root: str, as_of: int | None = None):
+        self.con, self.snapshot = open_snapshot(root, as_of=as_of)
         self.closed = False
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
@@ -99,11 +99,14 @@ class _Open:
 
 
 def stale_message(snapshot: Snapshot, gone: list[str]) -> str:
+    from .storage import Store
+
     return (
-        f"{snapshot.root}: this was opened on the warehouse as of manifest version {snapshot.version} "
-        f"(run {snapshot.last_run}); later ingests replaced it and deleted {len(gone)} of its files "
-        f"(e.g. {os.path.relpath(gone[0], snapshot.root)}) {RETIRE_GRACE_S / 3600:g} h after replacing them. "
-        "Call wh.refresh() (or warehouse.open() again) and make this query or LazyFrame again from it."
+        f"{snapshot.root}: this was opened on warehouse snapshot {snapshot.number} (run {snapshot.run_id}); "
+        f"`warehouse compact` has since deleted {len(gone)} of its files "
+        f"(e.g. {os.path.relpath(gone[0], snapshot.root)}), replaced by later runs. "
+        "Call wh.refresh() (or warehouse.open() again) and make this query or LazyFrame again from it. "
+        + readable_hint(Store(snapshot.root))
     )
 
 
@@ -115,15 +118,15 @@ class Warehouse:
     wait for each other nor see "connection is busy".
     """
 
-    def __init__(self, root: str | os.PathLike):
+    def __init__(self, root: str | os.PathLike, *, as_of: int | None = None):
         self.root = os.fspath(root)
-        self._open = _Open(self.root)
+        self._open = _Open(self.root, as_of)
 
     # --- what is there --------------------------------------------------------------------
 
     @property
     def snapshot(self) -> Snapshot:
-        """What this Warehouse reads: manifest version, last run, files."""
+        """What this Warehouse reads: warehouse snapshot number, its run, files."""
         return self._open.snapshot
 
     @property
@@ -235,7 +238,7 @@ class Warehouse:
 
     def __repr__(self) -> str:
         o = self._open
-        head = f"Warehouse({self.root!r}, version {o.snapshot.version}, last run {o.snapshot.last_run})"
+        head = f"Warehouse({self.root!r}, snapshot {o.snapshot.number}, run {o.snapshot.run_id})"
         if o.closed:
             return head + " closed"
         try:
@@ -282,9 +285,10 @@ class Warehouse:
         return f"SELECT {cols} FROM {view}" + (f" WHERE {where}" if where else "")
 
 
-def open(root: str | os.PathLike) -> Warehouse:  # noqa: A001 - the verb users expect: warehouse.open(root)
-    """Open the warehouse at ``root``: a StorageError when nothing was ingested there (``ingest`` creates one)."""
-    return Warehouse(root)
+def open(root: str | os.PathLike, *, as_of: int | None = None) -> Warehouse:  # noqa: A001 - the verb users expect
+    """Open the warehouse at ``root`` (as of snapshot ``as_of``, default the latest): a StorageError when
+    nothing was ingested there (``ingest`` creates one)."""
+    return Warehouse(root, as_of=as_of)
 
 
 def scan(root: str | os.PathLike, name: str, *, where: str | None = None,

@@ -13,12 +13,13 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import remote
 from .dependencies import DependsOn
 from .readers import inside
-from .storage import Manifest, Store
+from .storage import SnapshotRecord, Store
 
 
 class Comparison(NamedTuple):
@@ -36,11 +37,15 @@ class Catalog:
         self._identities: dict[tuple[int, int], str] | None = None
 
     @classmethod
-    def load(cls, store: Store, manifest: Manifest) -> "Catalog":
-        files = store.live_files(manifest, "sources")
+    def load(cls, store: Store, record: SnapshotRecord) -> "Catalog":
+        """The catalog of snapshot ``record``: the ``sources`` table at the Delta version it pins."""
+        from . import delta
+
+        version = record.version("sources")
+        files = [] if version is None else delta.live_files(store.table_uri("sources"), version)
         if not files:
             return cls()
-        table = pq.read_table(files[0])
+        table = pa.concat_tables([pq.read_table(f) for f in files]) if len(files) > 1 else pq.read_table(files[0])
         return cls({row["source_path"]: row for row in table.to_pylist()})
 
     def __bool__(self) -> bool:

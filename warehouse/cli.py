@@ -23,6 +23,7 @@ import sys
 
 from . import __version__
 from .checks import ENGINES, SQL_FORMATS, STATS_FORMATS
+from .maintenance import HISTORY_FORMATS, RETENTION_HOURS
 from .errors import UsageError, WarehouseError
 
 EXIT_OK = 0
@@ -96,6 +97,20 @@ def _formats() -> list[str]:
     from .registry import Registry
 
     return Registry.installed().names()
+
+
+HISTORY_EXAMPLES = """\
+examples:
+  warehouse history --root wh
+  warehouse history --root wh --format json
+  warehouse sql "SELECT count(*) FROM responses" --root wh --as-of 3   # as snapshot 3 was
+"""
+
+COMPACT_EXAMPLES = """\
+examples:
+  warehouse compact --root wh
+  warehouse compact --root wh --retention-hours 0    # keep only what the latest snapshots need
+"""
 
 
 def build_parser(format_names: bool = True):
@@ -179,6 +194,8 @@ def build_parser(format_names: bool = True):
     q.add_argument("--format", default="table", choices=SQL_FORMATS, help="output format (default: table)")
     q.add_argument("--max-rows", type=int, default=40, metavar="N",
                    help="rows the table format shows (default 40; 0 for all); the other formats print every row")
+    q.add_argument("--as-of", type=int, default=None, metavar="N",
+                   help="read warehouse snapshot N (`warehouse history` lists them; default: the latest)")
 
     e = sub.add_parser(
         "export",
@@ -202,6 +219,8 @@ def build_parser(format_names: bool = True):
     e.add_argument("--overwrite", action="store_true", help="replace an existing output directory")
     e.add_argument("--memory-limit", default="1GB", metavar="SIZE",
                    help="DuckDB's memory for the export; beyond it, it spills to disk beside --out (default: 1GB)")
+    e.add_argument("--as-of", type=int, default=None, metavar="N",
+                   help="export from warehouse snapshot N (`warehouse history` lists them; default: the latest)")
     e.add_argument("--quiet", action="store_true", help="no progress bar or summary on stderr")
 
     s = sub.add_parser(
@@ -217,6 +236,37 @@ def build_parser(format_names: bool = True):
     s.add_argument("--root", required=True, help="warehouse directory")
     s.add_argument("--format", default="table", choices=STATS_FORMATS, help="output format (default: table)")
     s.add_argument("--files", action="store_true", help="list every file, not only those with quarantined records")
+
+    h = sub.add_parser(
+        "history",
+        help="the warehouse snapshots: what each ingest or compact did",
+        description=(
+            "List the warehouse snapshots, oldest first: number (what --as-of takes), time, operation, files "
+            "ingested / replaced / pruned, rows added and removed. --format json prints one JSON array, one "
+            "object per snapshot (rows per table, each table's Delta version)."
+        ),
+        epilog=HISTORY_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    h.add_argument("--root", required=True, help="warehouse directory")
+    h.add_argument("--format", default="table", choices=HISTORY_FORMATS, help="output format (default: table)")
+
+    c = sub.add_parser(
+        "compact",
+        help="merge small files and delete files replaced long ago",
+        description=(
+            "Merge each table's small files (Delta optimize; the rows do not change) and delete the files "
+            "replaced more than --retention-hours ago (Delta vacuum), then commit a new snapshot. Snapshots "
+            "older than the retention may no longer be readable (--as-of says so). Waits for a running ingest."
+        ),
+        epilog=COMPACT_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    c.add_argument("--root", required=True, help="warehouse directory")
+    c.add_argument("--retention-hours", type=int, default=RETENTION_HOURS, metavar="H",
+                   help=f"delete files replaced more than H hours ago (default {RETENTION_HOURS:g}: 7 days)")
+    c.add_argument("--no-wait", dest="wait", action="store_false", help="fail (exit 4) instead of waiting for a running ingest")
+    c.add_argument("--quiet", action="store_true", help="no summary on stderr")
     return parser
 
 
@@ -255,7 +305,7 @@ def cmd_tokenize(args) -> int:
 def cmd_sql(args) -> int:
     import warehouse
 
-    warehouse.sql(args.root, _query_text(args), format=args.format, max_rows=args.max_rows)
+    warehouse.sql(args.root, _query_text(args), format=args.format, max_rows=args.max_rows, as_of=args.as_of)
     return EXIT_OK
 
 
@@ -284,7 +334,8 @@ def cmd_export(args) -> int:
     import warehouse
 
     summary = warehouse.export(args.root, args.where, args.format, args.out,
-                               overwrite=args.overwrite, memory_limit=args.memory_limit, progress=not args.quiet)
+                               overwrite=args.overwrite, memory_limit=args.memory_limit, progress=not args.quiet,
+                               as_of=args.as_of)
     if not args.quiet:
         print(summary.text(), file=sys.stderr)
     return EXIT_OK
@@ -297,9 +348,27 @@ def cmd_stats(args) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"ingest": cmd_ingest, "sql": cmd_sql, "export": cmd_export, "stats": cmd_stats, "tokenize": cmd_tokenize}
+def cmd_history(args) -> int:
+    import warehouse
+
+    warehouse.history(args.root, format=args.format)
+    return EXIT_OK
+
+
+def cmd_compact(args) -> int:
+    import warehouse
+
+    summary = warehouse.compact(args.root, retention_hours=args.retention_hours, wait=args.wait,
+                                progress=not args.quiet)
+    if not args.quiet:
+        print(summary.text(), file=sys.stderr)
+    return EXIT_OK
+
+
+COMMANDS = {"ingest": cmd_ingest, "sql": cmd_sql, "export": cmd_export, "stats": cmd_stats, "tokenize": cmd_tokenize,
+            "history": cmd_history, "compact": cmd_compact}
 #: commands whose DuckDB queries a Ctrl-C interrupts at once (see warehouse.interrupt)
-QUERYING = ("sql", "export", "stats")
+QUERYING = ("sql", "export", "stats", "history")
 
 
 def main(argv: list[str] | None = None) -> int:

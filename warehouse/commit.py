@@ -1,30 +1,43 @@
-"""Making a run's work live, all at once: the one place that turns ``Changes`` into a new snapshot.
+"""Making a run's work live: one Delta version per table, then one warehouse snapshot.
 
 What a run hands over (``Changes``) says what it did, not how it is stored: the new
 catalog rows, the sources whose bytes were the same, the sources pruned, and the
-Parquet files its batches wrote. ``commit`` rewrites the files of the sources that
-were replaced (without their rows), writes the new catalog, materialises
-``path_fields``, and makes all of it live in one step (``Store.commit``: the
-manifest's rename). Until that step the warehouse is exactly as it was; the files
-written before it are the run's own, and ``Store.discard_run`` deletes them.
+Parquet files its batches wrote (``delta.Part``). ``commit`` works in two phases:
+
+1. *prepare* (may be interrupted: nothing is live yet): the files holding rows of
+   replaced or pruned sources are rewritten without them, the catalog (``sources``) and
+   ``path_fields`` are written whole, each a file of the run;
+2. *commit* (Ctrl-C waits until it is over): per table one Delta version (removes and
+   adds together), then the warehouse snapshot that pins every table's new version
+   (``Store.write_snapshot``). That file is the commit point of the run.
+
+A failure in phase 2 restores every table to the version the last snapshot pins
+(``repair``), so the warehouse is as it was; a run killed in it (SIGKILL) is repaired
+the same way by the next run, which also deletes the files of runs that never got a
+snapshot.
 """
 
 from __future__ import annotations
 
-import itertools
+import datetime as dt
 import os
-import time
-from collections.abc import Iterable
+import shutil
+import signal
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from . import delta
 from .catalog import Catalog
-from .storage import FileEntry, Manifest, Store
+from .delta import Part
+from .storage import RUN_ID, SnapshotRecord, Store
 from .tables import SOURCES, TABLES
-from .views import materialize_path_fields
+from .views import PATH_FIELDS, materialize_path_fields, path_fields_sql_hash
 from .worker import BatchResult
 from .writer import PARQUET_OPTIONS
 
@@ -40,8 +53,8 @@ class Changes:
     touched: list[tuple[str, int]] = field(default_factory=list)
     #: catalogued sources pruned (gone from disk, with --prune)
     removed: set[str] = field(default_factory=set)
-    #: table -> [(absolute path, rows)] of the Parquet files the run wrote, in batch order
-    parts: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    #: table -> the Parquet files the run wrote, in batch order
+    parts: dict[str, list[Part]] = field(default_factory=dict)
     #: the run options to remember
     settings: dict = field(default_factory=dict)
 
@@ -58,86 +71,166 @@ class Changes:
         return changes
 
 
-def commit(store: Store, manifest: Manifest, catalog: Catalog, changes: Changes) -> bool:
-    """Fold the run's files into a new snapshot of ``manifest`` and make it live. False when nothing changed.
+@dataclass
+class _TableChange:
+    name: str
+    schema: pa.Schema
+    version: int | None  # the snapshot's; None: the table does not exist yet
+    adds: list[Part] = field(default_factory=list)
+    removes: list[str] = field(default_factory=list)  # paths relative to the table folder
+    rows_added: int = 0
+    rows_removed: int = 0
+    columns: set[str] = field(default_factory=set)
 
-    ``catalog`` (the one ``manifest`` lists) is updated in place to the new one.
+
+def commit(store: Store, record: SnapshotRecord, catalog: Catalog, changes: Changes) -> bool:
+    """Commit the run's changes on top of snapshot ``record``: a new snapshot. False when nothing changed.
+
+    ``catalog`` (the one ``record`` pins) is updated in place to the new one.
     """
     run_id, new_sources, touched, removed = changes.run_id, changes.sources, changes.touched, changes.removed
-    settings = changes.settings
-    # A first run commits even with nothing to add: ingest is what creates a warehouse (readers need its manifest).
-    if not new_sources and not touched and not removed and settings == manifest.settings and store.exists():
+    # A first run commits even with nothing to add: ingest is what creates a warehouse (readers need a snapshot).
+    if not new_sources and not touched and not removed and changes.settings == record.settings and store.exists():
         return False
     rows_of = catalog.rows
     replaced = ({p for p in new_sources if p in rows_of} | removed) & set(rows_of)
-    replaced_runs = {rows_of[p]["ingest_run"] for p in replaced}
     for p, mtime in touched:
         rows_of[p]["mtime_ns"] = mtime
     for p in removed:
         rows_of.pop(p, None)
     rows_of.update(new_sources)
 
-    retired: list[str] = []
-    new_files: list[str] = []
-    tables: dict[str, list[FileEntry]] = {}
-    rewrite_no = itertools.count(1)
+    # --- phase 1: every file of the new state written (still the run's own, not live) ---
+    rewrite_no = iter(range(1, 10**9))
+    plan: list[_TableChange] = []
     for name, table in TABLES.items():
         if not table.per_source:
             continue
-        kept = []
-        for entry in manifest.files(name):
-            if replaced and set(entry.runs) & replaced_runs:
-                rewritten = _rewrite_without(store, name, entry, replaced, f"{run_id}-rw{next(rewrite_no):05d}")
-                retired.append(entry.path)
-                if rewritten is not None:
-                    kept.append(rewritten)
-                    new_files.append(store.abspath(rewritten.path))
-            else:
-                kept.append(entry)
-        for path, rows in changes.parts.get(name, ()):
-            kept.append(FileEntry(store.rel(path), rows, [run_id], table.column_names))
-            new_files.append(path)
-        if kept:
-            tables[name] = kept
+        change = _TableChange(name, table.arrow_schema, record.version(name))
+        if change.version is not None:
+            change.columns = set(record.tables[name].get("columns", table.column_names))
+            if replaced:
+                _drop_rows_of(store, change, replaced, lambda: f"{run_id}-rw{next(rewrite_no):05d}.parquet")
+        for part in changes.parts.get(name, ()):
+            change.adds.append(part)
+            change.rows_added += part.rows
+            change.columns |= set(table.column_names)
+        plan.append(change)
 
     sources_path = store.data_path("sources", f"{run_id}.parquet")
     rows = [rows_of[p] for p in sorted(rows_of)]
     pq.write_table(pa.Table.from_pylist(rows, schema=SOURCES.arrow_schema), sources_path, **PARQUET_OPTIONS)
-    new_files.append(sources_path)
-    tables["sources"] = [FileEntry(store.rel(sources_path), len(rows), [run_id], SOURCES.column_names)]
-    retired += [e.path for e in manifest.files("sources")]
+    plan.append(_whole(store, record, "sources", SOURCES.arrow_schema, Part.of(str(store.root), sources_path)))
+    pf_path = store.data_path(PATH_FIELDS, f"{run_id}.parquet")
+    pf_schema = materialize_path_fields(sources_path, pf_path)
+    plan.append(_whole(store, record, PATH_FIELDS, pf_schema, Part.of(str(store.root), pf_path)))
+    for change in plan:
+        for part in change.adds:
+            _fsync(store.abspath(part.path))
 
-    path_fields = materialize_path_fields(store, sources_path, store.data_path("path_fields", f"{run_id}.parquet"))
-    if manifest.path_fields:
-        retired.append(manifest.path_fields["path"])
-    if path_fields:
-        new_files.append(store.abspath(path_fields["path"]))
-
-    for f in new_files:
-        _fsync(f)
-    now = time.time()
-    new = Manifest(
-        version=manifest.version + 1,
-        last_run=run_id,
-        tables=tables,
-        path_fields=path_fields,
-        retired=manifest.retired + [{"path": p, "retired_at": now} for p in retired],
-        settings=settings,
+    new = SnapshotRecord(
+        number=(store.snapshot_numbers() or [0])[-1] + 1,
+        time=dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
+        run_id=run_id,
+        operation="ingest",
+        did={
+            "files_ingested": len(new_sources),
+            "files_replaced": len({p for p in new_sources if p in replaced}),
+            "files_pruned": len(removed),
+            "rows_added": {c.name: c.rows_added for c in plan if c.rows_added and c.name != PATH_FIELDS},
+            "rows_removed": {c.name: c.rows_removed for c in plan if c.rows_removed and c.name != PATH_FIELDS},
+        },
+        path_fields_sql=path_fields_sql_hash(),
+        settings=changes.settings,
     )
-    store.commit(new)
+    # --- phase 2: the tables' versions, then the snapshot that pins them ---
+    commit_plan(store, record, new, plan)
     return True
 
 
-def _rewrite_without(store: Store, table: str, entry: FileEntry, paths: set[str], name: str) -> FileEntry | None:
-    """A copy of ``entry``'s file, named ``name``, without the rows of ``paths``; None when no row is left.
+def commit_plan(store: Store, record: SnapshotRecord, new: SnapshotRecord, plan: list[_TableChange]) -> None:
+    """Commit every table's change and write snapshot ``new``; on any failure, the tables as ``record`` pins them."""
+    with _sigint_deferred():
+        try:
+            meta = {"warehouse_run_id": new.run_id, "warehouse_snapshot": new.number, "warehouse_operation": new.operation}
+            for c in plan:
+                version = c.version
+                if version is None or c.adds or c.removes:
+                    version = delta.commit_table(store.table_uri(c.name), c.version, c.schema, c.adds, c.removes, meta)
+                new.tables[c.name] = {"version": version, "columns": sorted(c.columns, key=_order(c.schema))}
+            for name, pinned in record.tables.items():  # tables no longer declared keep their pin
+                new.tables.setdefault(name, pinned)
+            store.write_snapshot(new)
+        except BaseException:
+            repair(store, record, delete_orphans=False)
+            raise
 
-    The name is the run's own (its id and a number), never derived from the old name,
+
+def _order(schema: pa.Schema):
+    names = {n: i for i, n in enumerate(schema.names)}
+    return lambda c: (names.get(c, len(names)), c)
+
+
+def _whole(store: Store, record: SnapshotRecord, name: str, schema: pa.Schema, part: Part) -> _TableChange:
+    """A table rewritten whole each run (``sources``, ``path_fields``): its files removed, one added."""
+    version = record.version(name)
+    change = _TableChange(name, schema, version, adds=[part], rows_added=part.rows, columns=set(schema.names))
+    if version is not None:
+        actions = delta.add_actions(store.table_uri(name), version)
+        change.removes = actions.column("path").to_pylist()
+        change.rows_removed = sum(n or 0 for n in actions.column("num_records").to_pylist())
+    return change
+
+
+def _drop_rows_of(store: Store, change: _TableChange, paths: set[str], new_name) -> None:
+    """Plan the rewrite of the files of ``change.name`` holding rows of ``paths``, without those rows.
+
+    The Delta statistics (min / max ``source_path`` of each file) leave out most files
+    unopened; the others are checked on their ``source_path`` column alone.
+    """
+    uri = store.table_uri(change.name)
+    actions = delta.add_actions(uri, change.version)
+    if actions.num_rows == 0:
+        return
+    wanted = sorted(paths)
+    value_set = pa.array(wanted, type=pa.string())
+    cols = actions.column_names
+    lo = actions.column("min.source_path").to_pylist() if "min.source_path" in cols else [None] * actions.num_rows
+    hi = actions.column("max.source_path").to_pylist() if "max.source_path" in cols else [None] * actions.num_rows
+    columns = set()
+    for rel, low, high in zip(actions.column("path").to_pylist(), lo, hi):
+        path = os.path.join(uri, rel)
+        if low is not None and high is not None and not _any_between(wanted, low, high):
+            continue
+        src = pq.ParquetFile(path)
+        hits = pc.sum(pc.is_in(src.read(columns=["source_path"])["source_path"], value_set=value_set)).as_py() or 0
+        if not hits:
+            continue
+        change.removes.append(rel)
+        change.rows_removed += hits
+        rewritten = _rewrite_without(src, value_set, store.data_path(change.name, new_name()))
+        if rewritten is not None:
+            change.adds.append(Part.of(str(store.root), rewritten))
+    if change.removes:  # the columns of the files still live: read from their footers
+        removed = set(change.removes)
+        for rel in actions.column("path").to_pylist():
+            if rel not in removed:
+                columns |= set(pq.read_schema(os.path.join(uri, rel)).names)
+        change.columns = columns | {c for p in change.adds for c in pq.read_schema(store.abspath(p.path)).names}
+
+
+def _any_between(sorted_values: list[str], low: str, high: str) -> bool:
+    import bisect
+
+    i = bisect.bisect_left(sorted_values, low)
+    return i < len(sorted_values) and sorted_values[i] <= high
+
+
+def _rewrite_without(src: pq.ParquetFile, value_set: pa.Array, out_path: str) -> str | None:
+    """A copy of ``src`` at ``out_path`` without the rows whose ``source_path`` is in ``value_set``;
+    None when no row is left. The name is the run's own, never derived from the old name,
     so it does not grow however often a file is rewritten."""
-    src = pq.ParquetFile(store.abspath(entry.path))
-    out_path = store.data_path(table, f"{name}.parquet")
-    value_set = pa.array(sorted(paths), type=pa.string())
     writer = None
-    rows = 0
     try:
         for i in range(src.num_row_groups):
             group = src.read_row_group(i)
@@ -147,13 +240,69 @@ def _rewrite_without(store: Store, table: str, entry: FileEntry, paths: set[str]
             if writer is None:
                 writer = pq.ParquetWriter(out_path, group.schema, **PARQUET_OPTIONS)
             writer.write_table(keep, row_group_size=keep.num_rows)
-            rows += keep.num_rows
     finally:
         if writer is not None:
             writer.close()
-    if writer is None:
-        return None
-    return FileEntry(store.rel(out_path), rows, entry.runs, entry.columns)
+    return None if writer is None else out_path
+
+
+# --- repair: the tables as the last snapshot pins them --------------------------------------
+
+
+def repair(store: Store, record: SnapshotRecord, *, delete_orphans: bool = True) -> list[str]:
+    """Bring every table back to the version snapshot ``record`` pins, and (``delete_orphans``) delete
+    the data files of runs that never got a snapshot. Call with the lock held. Returns what it did.
+
+    A table beyond its pinned version (a run died between its table commits and its snapshot)
+    is restored to it with a new Delta version; a table no snapshot pins (created by such a
+    run) is removed.
+    """
+    done = []
+    ours = {*TABLES, PATH_FIELDS, *record.tables}  # a folder of the user's beside them is theirs
+    for d in store.table_dirs(ours):
+        if not delta.is_table(str(d)):
+            continue
+        pinned = record.version(d.name)
+        if pinned is None:
+            shutil.rmtree(d)
+            done.append(f"removed {d.name}/, a table created by a run that did not finish")
+            continue
+        table = delta.open_table(str(d))
+        if table.version() > pinned:
+            table.restore(pinned, commit_properties=delta.properties(
+                {"warehouse_operation": "repair", "warehouse_snapshot": record.number}))
+            done.append(f"restored {d.name} to version {pinned} (snapshot {record.number})")
+    if delete_orphans:
+        known = {s.run_id for s in store.snapshots()}
+        n = 0
+        for d in store.table_dirs(ours):
+            for f in d.iterdir():
+                m = RUN_ID.match(f.name)
+                if m and m.group() not in known and f.is_file():
+                    f.unlink()
+                    n += 1
+        if n:
+            done.append(f"deleted {n} files of runs that did not finish")
+    return done
+
+
+# --- Ctrl-C waits for the commit --------------------------------------------------------------
+
+
+@contextmanager
+def _sigint_deferred() -> Iterator[None]:
+    """A Ctrl-C during the block takes effect when it ends (the commit done, or undone)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught = []
+    previous = signal.signal(signal.SIGINT, lambda *_: caught.append(True))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
 
 
 def _fsync(path: str) -> None:

@@ -83,8 +83,10 @@ def split_large_files(items: list[WorkItem], sizes: list[int], ingestors: Sequen
     return whole, whole_sizes, scans
 
 
-def merge_pieces(results: list[BatchResult], scans: list[FileScan]) -> BatchResult:
-    """One catalog row per large file from the rows of its pieces (or 'unchanged' when its bytes are)."""
+def merge_pieces(results: list[BatchResult], scans: list[FileScan], root: str) -> BatchResult:
+    """One catalog row per large file from the rows of its pieces (or 'unchanged' when its bytes are).
+
+    ``root``: the warehouse root the pieces' files (``Part.path``) are relative to."""
     merged = BatchResult(batch_no=0)
     by_path = {s.item.path: s for s in scans}
     pieces: dict[str, list[dict]] = {}
@@ -99,8 +101,8 @@ def merge_pieces(results: list[BatchResult], scans: list[FileScan]) -> BatchResu
             # The same bytes as catalogued (only the mtime moved): keep the old rows.
             for r in results:
                 if r.piece_of == path:
-                    for part, _rows in r.parts.values():
-                        os.unlink(part)
+                    for part in r.parts.values():
+                        os.unlink(os.path.join(root, part.path))
                     r.parts, r.records_ingested, r.records_quarantined = {}, 0, 0
             merged.unchanged.append((path, scan.mtime_ns))
             continue

@@ -15,16 +15,13 @@ from . import checks, interrupt
 from .checks import SQL_FORMATS, STATS_FORMATS
 from .errors import QueryError, StorageError
 from .output import TABLE_ROWS, render_table, write_result
-from .storage import Store
 from .tables import TABLES
 from .views import connect
 
 
-def open_existing(root: str | os.PathLike) -> duckdb.DuckDBPyConnection:
+def open_existing(root: str | os.PathLike, as_of: int | None = None) -> duckdb.DuckDBPyConnection:
     root = checks.local_path(root)
-    if not Store(root).exists():
-        raise StorageError(f"{root}: no warehouse here (no manifest.json); create one with `warehouse ingest PATH --root {root}`")
-    con = connect(root)
+    con = connect(root, as_of=as_of)
     interrupt.register(con)  # Ctrl-C stops its queries at once (under the CLI's guard)
     return con
 
@@ -78,6 +75,7 @@ def sql(
     format: str | None = None,
     max_rows: int | None = TABLE_ROWS,
     out: IO[str] | None = None,
+    as_of: int | None = None,
 ) -> duckdb.DuckDBPyRelation | None:
     """Run ``query`` (DuckDB SQL, one or more statements) on the views of the warehouse at ``root``.
 
@@ -86,11 +84,13 @@ def sql(
     ``SQL_FORMATS``): the result written to ``out`` (default stdout) as ``warehouse sql`` prints it,
     the table format showing ``max_rows`` rows (0 or None: all); returns None. ``params`` fill ``?``
     (a sequence) or ``$name`` (a dict) placeholders. A query DuckDB rejects is a ``QueryError`` with
-    its message (for a missing column, with the columns of the relation it names).
+    its message (for a missing column, with the columns of the relation it names). ``as_of``: read
+    warehouse snapshot N (``warehouse.history`` lists them), default the latest.
     """
     checks.choice(format, "format", SQL_FORMATS)
     checks.count(max_rows, "max_rows", least=0, meaning=" (0: all)")
-    con = open_existing(root)
+    checks.count(as_of, "as_of", least=1)
+    con = open_existing(root, as_of)
     try:
         try:
             relation = con.sql(query) if params is None else con.sql(

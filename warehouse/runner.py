@@ -28,7 +28,7 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 
 from .catalog import Catalog
-from .commit import Changes, commit
+from .commit import Changes, commit, repair
 from .discover import LoopSkipped, Unreachable, walk
 from . import remote
 from .errors import Interrupted, ObjectStoreError, StorageError, StrictModeError, UsageError, WarehouseError
@@ -38,7 +38,8 @@ from .pool import Engine, Inline, ProcessPool, WorkerLost
 from .progress import IngestProgress
 from .readers import inside
 from .registry import Registry
-from .storage import Store, new_run_id
+from .storage import SnapshotRecord, Store, new_run_id
+from .views import NO_WAREHOUSE
 from .summary import IngestSummary
 from .worker import BatchIngest, BatchResult, BatchSpec, WorkItem
 
@@ -97,6 +98,8 @@ def ingest(
             what = "no object at or under it" if remote.is_url(p) else "no such file or directory"
             raise UsageError(f"{p}: {what} (if it was ingested and is gone, --prune removes its rows)")
     store = Store(root)
+    if "%" in str(store.root):
+        raise UsageError(f"--root {root}: a path with '%' in it, which deltalake reads as an escape; choose another --root")
     run_id = new_run_id()
     summary = IngestSummary(run_id, root=root)
     if store.root.exists() and not store.root.is_dir():
@@ -105,10 +108,10 @@ def ingest(
     trees = trees or {}
     with _said_in_one_line(store, run_id), store.lock(wait=wait, announce=say), \
             _nothing_kept_unless_committed(store, run_id, created):
-        manifest = store.collect_garbage(store.read_manifest())
-        catalog = Catalog.load(store, manifest)
+        record = open_for_writing(store, say)
+        catalog = Catalog.load(store, record)
         # Options given now override the ones remembered from earlier runs.
-        settings = {**manifest.settings, **{k: v for k, v in (options or {}).items() if v is not None}}
+        settings = {**record.settings, **{k: v for k, v in (options or {}).items() if v is not None}}
         # Every JSON-looking file is looked at, claimed or not, so none is passed over silently.
         suffixes = tuple(sorted(set(JSON_SUFFIXES) | {s for i in ingestors for s in i.suffixes}))
         if format is not None:
@@ -151,7 +154,7 @@ def ingest(
             if not any(r.strict_failure for r in results):
                 results += _run_batches(items, sizes, spec_args, jobs, bar, scans, engine, spark_master)
                 if scans:
-                    results.append(merge_pieces(results, scans))
+                    results.append(merge_pieces(results, scans, str(store.root)))
         finally:
             bar.done()
         failure = next((r.strict_failure for r in results if r.strict_failure), None)
@@ -160,7 +163,7 @@ def ingest(
 
         for r in results:
             summary.add(r)
-        summary.committed = commit(store, manifest, catalog, Changes.of(run_id, results, gone, settings))
+        summary.committed = commit(store, record, catalog, Changes.of(run_id, results, gone, settings))
     summary.seconds = time.monotonic() - t0
     return summary
 
@@ -292,8 +295,9 @@ def _nothing_kept_unless_committed(store: Store, run_id: str, created: str | Non
         yield
     except BaseException:
         with _no_interrupts():  # a second Ctrl-C must not stop the clean-up half-way
-            store.discard_run(run_id)
-            store.forget(created=created)
+            if not _committed(store, run_id):  # (a Ctrl-C the commit deferred comes after its snapshot)
+                store.discard_run(run_id)
+                store.forget(created=created)
         raise
 
 
@@ -313,6 +317,27 @@ def _said_in_one_line(store: Store, run_id: str):
             "an ingest worker process died (killed from outside, or out of memory?): run again, with fewer "
             f"--jobs or a lower --max-record-mb if it was memory ({_state(store)})"
         ) from None
+
+
+def open_for_writing(store: Store, say) -> SnapshotRecord:
+    """With the lock held, before a run writes: a root in the old layout converted (once), the tables
+    repaired to the last snapshot (a run that died mid-commit undone, its files deleted); that snapshot."""
+    if store.legacy():
+        from .upgrade import upgrade
+
+        say(f"converting {store.root} to Delta Lake tables (once; docs/reading.md)...")
+        upgrade(store)
+    record = store.read_snapshot()
+    for line in repair(store, record):
+        say(f"repaired: {line}")
+    return record
+
+
+def _committed(store: Store, run_id: str) -> bool:
+    try:
+        return store.read_snapshot().run_id == run_id
+    except Exception:
+        return False
 
 
 def _state(store: Store) -> str:
@@ -346,11 +371,7 @@ def _no_interrupts():
 
 
 def _interrupted_state(store: Store, run_id: str) -> str:
-    try:
-        committed = store.exists() and store.read_manifest().last_run == run_id
-    except Exception:
-        committed = False
-    if committed:
+    if _committed(store, run_id):
         return "interrupted after the run was committed: the warehouse holds its rows"
     if not store.exists():
         return f"interrupted: nothing was written, there is no warehouse at {store.root}"
@@ -381,9 +402,12 @@ def tokenize(root: str, tokenizer: str, **options) -> IngestSummary:
     again; the tokenizer is remembered for later runs.
     """
     store = Store(root)
-    if not store.exists():
-        raise UsageError(f"{root}: no warehouse here (no manifest.json)")
-    catalog = Catalog.load(store, store.read_manifest())
+    if not store.exists() and not store.legacy():
+        raise UsageError(f"{root}: {NO_WAREHOUSE}")
+    if store.legacy():  # the catalog is read before the ingest that would convert the root
+        with store.lock(wait=options.get("wait", True), announce=say):
+            open_for_writing(store, say)
+    catalog = Catalog.load(store, store.read_snapshot())
     remote.configure(options.get("storage_options"), new_run=True)
     paths = [p for p in catalog.asking_for("tokenizer") if remote.isfile(p)]
     opts = dict(options.pop("options", None) or {}, tokenizer=os.path.abspath(tokenizer))

@@ -19,6 +19,7 @@ import pyarrow as pa
 from .ingestor import Ingestor
 from .readers import RAW_LIMIT
 from .records import LOCATOR_LIMIT, Record, RecordContext, RecordError, short_locator, short_message, stable_id
+from .delta import Part
 from .storage import Store
 from .tables import TABLES
 from .writer import CONVERSION_ERRORS as _CONVERSION_ERRORS
@@ -199,13 +200,13 @@ class RecordSink:
             self.records_quarantined += counts.quarantined
         self._deferred_sources.clear()
 
-    def close(self) -> dict[str, tuple[str, int]]:
-        """Close the batch's files: {table: (absolute path, rows)} of those that hold rows."""
+    def close(self) -> dict[str, Part]:
+        """Close the batch's files: {table: Part} of those that hold rows (what the commit needs of each)."""
         parts = {}
         for name, w in self.writers.items():
             path = w.close()
             if path:
-                parts[name] = (path, w.rows)
+                parts[name] = Part.of(str(self.store.root), path)
         return parts
 
     def discard(self) -> None:

@@ -1,17 +1,20 @@
-"""Where the warehouse keeps its files, and how a run becomes visible at once.
+"""Where the warehouse keeps its files: the layout of the root, the lock, and the warehouse snapshots.
 
-Layout under the root::
+Layout under the root (docs/reading.md describes it for outside readers)::
 
-    manifest.json             the list of live Parquet files per table (the commit point)
-    data/<table>/<file>.parquet
-    .lock                     held by the ingest that is writing
+    <table>/                  a Delta Lake table per declared table (and path_fields):
+      _delta_log/               its commit log (written by ``deltalake``, see ``delta.py``)
+      <run id>-b00001.parquet   data files; each name starts with the id of the run that wrote it
+    .warehouse/               the project's own state, nothing else of it anywhere
+      lock                      held by the run that is writing (ingest, compact)
+      snapshots/<N>.json        warehouse snapshot N: each table's Delta version, what the run did
 
-A run writes new Parquet files next to the live ones, under names no manifest
-mentions yet, then replaces ``manifest.json`` with one atomic rename. Readers
-read the manifest once, so they see the old state or the new one, never a mix;
-a crash before the rename leaves orphan files that the next run deletes.
-Files a commit stops using are *retired*: kept for ``RETIRE_GRACE_S`` so open
-connections can finish their queries, then deleted.
+Delta commits one table at a time; a *warehouse snapshot* pins every table's version at
+once, and is written (``create_if_absent``) only after every table of a run committed.
+``warehouse.connect`` reads the tables as a snapshot pins them, so a run that dies
+between two table commits is invisible to it; the next run repairs the tables
+(``commit.repair``). A root is a string (a local directory today): every access to it is
+in this module and ``delta.py``, so that it can become a URL.
 """
 
 from __future__ import annotations
@@ -19,8 +22,8 @@ from __future__ import annotations
 import datetime as dt
 import errno
 import os
+import re
 import secrets
-import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -30,9 +33,13 @@ import orjson
 
 from .errors import LockedError, StorageError, UsageError
 
-MANIFEST = "manifest.json"
-FORMAT_VERSION = 1
-RETIRE_GRACE_S = 3600.0
+STATE_DIR = ".warehouse"
+SNAPSHOTS = "snapshots"
+#: the version of this layout, in every snapshot; the layout before it (``manifest.json``) is 1
+FORMAT_VERSION = 2
+LEGACY_MANIFEST = "manifest.json"
+#: a run id: UTC time to the millisecond and 4 random hex digits; every file of a run starts with it
+RUN_ID = re.compile(r"^\d{8}T\d{9}Z-[0-9a-f]{4}")
 
 
 def new_run_id() -> str:
@@ -41,119 +48,137 @@ def new_run_id() -> str:
 
 
 @dataclass
-class FileEntry:
-    """One live Parquet file: its path relative to the root, rows, the runs whose rows it holds, its columns."""
+class SnapshotRecord:
+    """One warehouse snapshot: what ``.warehouse/snapshots/<number>.json`` holds.
 
-    path: str
-    rows: int
-    runs: list[str]
-    columns: list[str]
+    ``tables``: ``{table: {"version": Delta version, "columns": [columns some live file has]}}``
+    (the columns let the views read files written before a column was declared).
+    ``did``: what the run did (``files_ingested``, ``files_replaced``, ``files_pruned``,
+    ``rows_added`` / ``rows_removed`` per table), for ``warehouse history``.
+    """
 
-    def to_json(self) -> dict:
-        return {"path": self.path, "rows": self.rows, "runs": self.runs, "columns": self.columns}
-
-    @classmethod
-    def from_json(cls, d: dict) -> "FileEntry":
-        return cls(d["path"], d["rows"], list(d["runs"]), list(d["columns"]))
-
-
-@dataclass
-class Manifest:
-    version: int = 0
-    last_run: str | None = None
-    tables: dict[str, list[FileEntry]] = field(default_factory=dict)
-    #: cached path_fields: {"path": ..., "sql_sha256": ...} or None
-    path_fields: dict | None = None
-    #: files no longer live: [{"path": ..., "retired_at": epoch seconds}]
-    retired: list[dict] = field(default_factory=list)
+    number: int = 0
+    time: str = ""
+    run_id: str | None = None
+    operation: str = "ingest"
+    did: dict = field(default_factory=dict)
+    tables: dict[str, dict] = field(default_factory=dict)
+    #: the SHA-256 of the SQL ``path_fields`` was materialised with
+    path_fields_sql: str | None = None
     #: run options remembered between runs (e.g. the tokenizer directory)
     settings: dict = field(default_factory=dict)
 
-    def files(self, table: str) -> list[FileEntry]:
-        return self.tables.get(table, [])
+    def version(self, table: str) -> int | None:
+        t = self.tables.get(table)
+        return None if t is None else t["version"]
 
-    def to_bytes(self) -> bytes:
-        return orjson.dumps(
-            {
-                "format_version": FORMAT_VERSION,
-                "version": self.version,
-                "last_run": self.last_run,
-                "tables": {t: [f.to_json() for f in fs] for t, fs in self.tables.items()},
-                "path_fields": self.path_fields,
-                "retired": self.retired,
-                "settings": self.settings,
-            },
-            option=orjson.OPT_INDENT_2,
-        )
+    def to_json(self) -> dict:
+        return {
+            "format_version": FORMAT_VERSION, "snapshot": self.number, "time": self.time, "run_id": self.run_id,
+            "operation": self.operation, "did": self.did, "tables": self.tables,
+            "path_fields_sql": self.path_fields_sql, "settings": self.settings,
+        }
 
     @classmethod
-    def from_bytes(cls, b: bytes, where: str) -> "Manifest":
-        try:
-            d = orjson.loads(b)
-        except orjson.JSONDecodeError as e:
-            raise StorageError(f"{where}: corrupt manifest ({e})") from None
+    def from_json(cls, d: dict, where: str) -> "SnapshotRecord":
         if d.get("format_version") != FORMAT_VERSION:
             raise StorageError(
                 f"{where}: warehouse format {d.get('format_version')!r}, this version reads {FORMAT_VERSION}; "
-                "re-ingest into a new --root"
+                "upgrade the warehouse package"
             )
-        return cls(
-            version=d["version"],
-            last_run=d.get("last_run"),
-            tables={t: [FileEntry.from_json(f) for f in fs] for t, fs in d["tables"].items()},
-            path_fields=d.get("path_fields"),
-            retired=d.get("retired", []),
-            settings=d.get("settings", {}),
-        )
+        return cls(number=d["snapshot"], time=d["time"], run_id=d.get("run_id"), operation=d.get("operation", ""),
+                   did=d.get("did", {}), tables=d["tables"], path_fields_sql=d.get("path_fields_sql"),
+                   settings=d.get("settings", {}))
 
 
 class Store:
-    """A warehouse root on disk."""
+    """A warehouse root."""
 
     def __init__(self, root: str | os.PathLike):
         self.root = Path(os.path.abspath(root))
 
-    # --- reading -----------------------------------------------------------
+    @property
+    def state_dir(self) -> Path:
+        return self.root / STATE_DIR
+
+    @property
+    def lock_path(self) -> Path:
+        return self.state_dir / "lock"
+
+    # --- snapshots ---------------------------------------------------------
+
+    def snapshot_numbers(self) -> list[int]:
+        d = self.state_dir / SNAPSHOTS
+        try:
+            names = os.listdir(d)
+        except (FileNotFoundError, NotADirectoryError):  # nothing there: no warehouse (yet)
+            return []
+        return sorted(int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit())
 
     def exists(self) -> bool:
-        return (self.root / MANIFEST).is_file()
+        """A warehouse is here: at least one snapshot was committed."""
+        return bool(self.snapshot_numbers())
 
-    def read_manifest(self) -> Manifest:
-        p = self.root / MANIFEST
+    def legacy(self) -> bool:
+        """A warehouse in the layout before Delta tables (``manifest.json``), waiting for its upgrade."""
+        return (self.root / LEGACY_MANIFEST).is_file()
+
+    def read_snapshot(self, number: int | None = None) -> SnapshotRecord:
+        """Snapshot ``number`` (default: the latest); an empty record when there is none yet."""
+        numbers = self.snapshot_numbers()
+        if number is None:
+            if not numbers:
+                if self.root.exists() and not self.root.is_dir():
+                    raise StorageError(f"{self.root}: not a directory")
+                return SnapshotRecord()
+            number = numbers[-1]
+        elif number not in numbers:
+            have = f"{numbers[0]} to {numbers[-1]}" if numbers else "none"
+            raise StorageError(f"{self.root}: no snapshot {number} (snapshots: {have}; `warehouse history` lists them)")
+        p = self.state_dir / SNAPSHOTS / f"{number}.json"
         try:
-            return Manifest.from_bytes(p.read_bytes(), str(p))
-        except FileNotFoundError:
-            if self.root.is_dir() or not self.root.exists():
-                return Manifest()  # a new, empty warehouse
-            raise StorageError(f"{self.root}: not a directory") from None
+            return SnapshotRecord.from_json(orjson.loads(p.read_bytes()), str(p))
+        except orjson.JSONDecodeError as e:
+            raise StorageError(f"{p}: corrupt snapshot ({e})") from None
+
+    def snapshots(self) -> list[SnapshotRecord]:
+        return [self.read_snapshot(n) for n in self.snapshot_numbers()]
+
+    def write_snapshot(self, record: SnapshotRecord) -> None:
+        """Commit ``record`` as snapshot ``record.number``: the warehouse's commit point."""
+        create_if_absent(self.state_dir / SNAPSHOTS / f"{record.number}.json",
+                         orjson.dumps(record.to_json(), option=orjson.OPT_INDENT_2))
+
+    # --- tables ------------------------------------------------------------
+
+    def table_uri(self, table: str) -> str:
+        return str(self.root / table)
 
     def abspath(self, rel: str) -> str:
         return str(self.root / rel)
 
-    def live_files(self, manifest: Manifest, table: str) -> list[str]:
-        return [self.abspath(f.path) for f in manifest.files(table)]
-
-    # --- writing -----------------------------------------------------------
-
-    def data_path(self, table: str, name: str) -> str:
-        """Absolute path for a new file of ``table`` (its directory is created); relative form via ``rel``."""
-        d = self.root / "data" / table
-        d.mkdir(parents=True, exist_ok=True)
-        return str(d / name)
-
     def rel(self, abspath: str) -> str:
         return os.path.relpath(abspath, self.root)
 
-    def commit(self, manifest: Manifest) -> None:
-        """Make ``manifest`` the live state with one atomic rename."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        tmp = self.root / f".{MANIFEST}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as f:
-            f.write(manifest.to_bytes())
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.root / MANIFEST)
-        _fsync_dir(self.root)
+    def data_path(self, table: str, name: str) -> str:
+        """Absolute path for a new data file of ``table`` (its folder is created)."""
+        d = self.root / table
+        d.mkdir(parents=True, exist_ok=True)
+        return str(d / name)
+
+    def table_dirs(self, names: set[str] | None = None) -> list[Path]:
+        """The folders under the root that hold a Delta table or files of a run (of the tables ``names``)."""
+        out = []
+        if not self.root.is_dir():
+            return out
+        for d in sorted(self.root.iterdir()):
+            if d.name.startswith(".") or not d.is_dir() or (names is not None and d.name not in names):
+                continue
+            if (d / "_delta_log").is_dir() or any(RUN_ID.match(n) for n in os.listdir(d)):
+                out.append(d)
+        return out
+
+    # --- writing -----------------------------------------------------------
 
     @contextmanager
     def lock(self, *, wait: bool = True, announce=None):
@@ -163,10 +188,11 @@ class Store:
         (``forget``), so a lock is kept only if, once acquired, the file it was taken on
         is still the one at ``.lock``; otherwise it is taken again.
         """
-        path = self.root / ".lock"
+        path = self.lock_path
         while True:
-            self.root.mkdir(parents=True, exist_ok=True)
+            self.root.mkdir(parents=True, exist_ok=True)  # (an error here names the root, not its state folder)
             try:
+                path.parent.mkdir(exist_ok=True)
                 fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
             except FileNotFoundError:  # the root was removed (forget) since mkdir: make it again
                 continue
@@ -212,29 +238,48 @@ class Store:
                 announce(f"waiting for the ingest holding {path} ({holder}) to finish...")
             fcntl.flock(fd, fcntl.LOCK_EX)
 
-    def discard_run(self, run_id: str) -> None:
-        """Delete every file a run wrote (its names start with its id), and empty table folders.
+    def _flock(self, fd: int, path: Path, wait: bool, announce) -> None:
+        import fcntl  # POSIX only: imported here so reading a warehouse works where there is no fcntl (Windows)
 
-        Call with the lock held, once nothing writes for the run any more: what an
-        unfinished run wrote is gone at once, not at the next run.
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise
+            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
+            if not wait:
+                raise LockedError(
+                    f"{self.root} is being written by {holder}; run again once it has finished, "
+                    "or without --no-wait to wait for it"
+                ) from None
+            if announce:
+                announce(f"waiting for the ingest holding {path} ({holder}) to finish...")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+
+    def discard_run(self, run_id: str) -> None:
+        """Delete every data file a run wrote (its names start with its id), and folders left empty.
+
+        Call with the lock held, once nothing writes for the run any more, and only for a
+        run that did not commit: what an unfinished run wrote is gone at once.
         """
-        data = self.root / "data"
-        if data.is_dir():
-            for table_dir in data.iterdir():
-                for f in table_dir.glob(f"{run_id}*") if table_dir.is_dir() else ():
-                    f.unlink(missing_ok=True)
-                _rmdir_if_empty(table_dir)
-            _rmdir_if_empty(data)
-        for stale in self.root.glob(f".{MANIFEST}.{os.getpid()}.tmp"):
+        for d in self.table_dirs():
+            for f in d.glob(f"{run_id}*"):
+                f.unlink(missing_ok=True)
+        for d in self.root.iterdir() if self.root.is_dir() else ():
+            if not d.name.startswith(".") and d.is_dir():
+                _rmdir_if_empty(d)  # a table folder the run made and left empty
+        for stale in (self.state_dir / SNAPSHOTS).glob(".*.tmp"):
             stale.unlink(missing_ok=True)
 
     def forget(self, *, created: str | None) -> None:
         """After a run that committed nothing into a root with no warehouse: remove the lock
-        file (still held: a waiting run notices and takes a new one) and the folders this
-        run created, from the root up to ``created``, as long as nothing else is in them."""
-        if self.exists():
+        file (still held: a waiting run notices and takes a new one), the state folder, and the
+        folders this run created, from the root up to ``created``, as long as nothing else is in them."""
+        if self.exists() or self.legacy():
             return
-        (self.root / ".lock").unlink(missing_ok=True)
+        self.lock_path.unlink(missing_ok=True)
+        _rmdir_if_empty(self.state_dir / SNAPSHOTS)
+        _rmdir_if_empty(self.state_dir)
         if created is None:
             return
         d = str(self.root)
@@ -242,35 +287,37 @@ class Store:
             _rmdir_if_empty(Path(d))
             d = os.path.dirname(d)
 
-    def collect_garbage(self, manifest: Manifest, *, now: float | None = None) -> Manifest:
-        """Delete orphans of crashed runs and retired files past their grace period.
 
-        Call with the lock held. Returns the manifest with expired retirements dropped
-        (the caller commits it with its next change).
-        """
-        now = time.time() if now is None else now
-        live = {f.path for fs in manifest.tables.values() for f in fs}
-        if manifest.path_fields:
-            live.add(manifest.path_fields["path"])
-        keep_retired, retired_paths = [], set()
-        for r in manifest.retired:
-            if now - r["retired_at"] < RETIRE_GRACE_S:
-                keep_retired.append(r)
-                retired_paths.add(r["path"])
-        data = self.root / "data"
-        if data.is_dir():
-            for dirpath, _dirs, names in os.walk(data):
-                for name in names:
-                    rel = self.rel(os.path.join(dirpath, name))
-                    if rel not in live and rel not in retired_paths:
-                        try:
-                            os.unlink(os.path.join(dirpath, name))
-                        except OSError as e:  # pragma: no cover - best effort
-                            print(f"warning: could not delete {rel}: {e}", file=sys.stderr)
-        for stale in self.root.glob(f".{MANIFEST}.*.tmp"):
-            stale.unlink(missing_ok=True)
-        manifest.retired = keep_retired
-        return manifest
+def create_if_absent(path: Path, data: bytes) -> None:
+    """Write ``data`` at ``path`` in one step, unless ``path`` exists (then FileExistsError).
+
+    The one conditional write of the warehouse: a snapshot is created whole or not at all,
+    and never replaces another (on object storage this is a conditional put).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    try:
+        os.link(tmp, path)  # fails if path exists: never overwrites
+    finally:
+        tmp.unlink(missing_ok=True)
+    _fsync_dir(path.parent)
+
+
+def snapshot_files(root: str | os.PathLike, *, as_of: int | None = None) -> dict[str, list[str]]:
+    """The data files of each table in snapshot ``as_of`` (default: the latest): table -> absolute paths.
+
+    The one way an engine other than the project's own readers (Spark: ``warehouse.spark.register``)
+    learns which files hold a table's rows: each table at the Delta version the snapshot pins.
+    """
+    from . import delta
+
+    store = Store(root)
+    record = store.read_snapshot(as_of)
+    return {t: delta.live_files(store.table_uri(t), v["version"]) for t, v in record.tables.items()}
 
 
 def _rmdir_if_empty(path: Path) -> None:
@@ -287,18 +334,3 @@ def _fsync_dir(path: Path) -> None:
     finally:
         os.close(fd)
 
-
-def snapshot_files(root: str | os.PathLike, *, as_of: int | None = None) -> dict[str, list[str]]:
-    """The data files of each table in a snapshot of the warehouse at ``root``: table -> absolute paths.
-
-    The one way an engine other than the project's own readers (Spark: ``warehouse.spark.register``)
-    learns which files hold a table's rows. ``as_of`` names a snapshot by its number; this storage
-    keeps only the live one (the manifest's ``version``), so any other number is refused.
-    """
-    store = Store(root)
-    if not store.exists():
-        raise StorageError(f"{root}: no warehouse here (no {MANIFEST}); create one with `warehouse ingest PATH --root {root}`")
-    manifest = store.read_manifest()
-    if as_of is not None and as_of != manifest.version:
-        raise UsageError(f"--as-of {as_of}: this warehouse keeps only its live snapshot, {manifest.version}")
-    return {table: store.live_files(manifest, table) for table in manifest.tables}

@@ -2,9 +2,9 @@
 
 Two layers:
 
-* ``raw.<table>``: the live Parquet files of each declared table (from the
-  manifest), with every declared column present (NULL where an older file lacks
-  it) and JSON columns typed JSON. Empty tables are typed empty relations, so a
+* ``raw.<table>``: the data files of each declared table's Delta version that
+  the warehouse snapshot pins, with every declared column present (NULL where an
+  older file lacks it) and JSON columns typed JSON. Empty tables are typed empty relations, so a
   query on any table works on any warehouse.
 * the public views, defined by the files in ``sql/``, applied in name order,
   one view per file; then the views the installed formats define
@@ -21,10 +21,12 @@ from pathlib import Path
 import duckdb
 
 from .errors import StorageError
-from .storage import Manifest, Store
+from .storage import SnapshotRecord, Store
 from .tables import TABLES, Table, duckdb_type
 
 PATH_FIELDS_SQL = "10_path_fields.sql"
+#: the table path-derived fields are materialised in, one row per source path (joined on source_path)
+PATH_FIELDS = "path_fields"
 
 
 def sql_dir() -> Path:
@@ -65,24 +67,23 @@ def raw_select(table: Table, files: list[str], present: set[str]) -> str:
     return f"SELECT {select}\nFROM read_parquet({file_list}, union_by_name = true)"
 
 
-def create_raw_views(con: duckdb.DuckDBPyConnection, store: Store, manifest: Manifest) -> None:
+def create_raw_views(con: duckdb.DuckDBPyConnection, files: dict[str, list[str]], record: SnapshotRecord) -> None:
     con.execute("CREATE SCHEMA IF NOT EXISTS raw")
     for table in TABLES.values():
-        entries = manifest.files(table.name)
-        files = [store.abspath(e.path) for e in entries]
-        present = {c for e in entries for c in e.columns}
-        con.execute(f"CREATE OR REPLACE VIEW raw.{table.name} AS {raw_select(table, files, present)}")
+        pinned = record.tables.get(table.name) or {}
+        present = set(pinned.get("columns", ()))
+        con.execute(f"CREATE OR REPLACE VIEW raw.{table.name} AS {raw_select(table, files.get(table.name, []), present)}")
 
 
-def apply_sql_views(con: duckdb.DuckDBPyConnection, manifest: Manifest | None, store: Store | None) -> None:
-    cache = manifest.path_fields if manifest else None
+def apply_sql_views(con: duckdb.DuckDBPyConnection, path_fields_files: list[str] | None = None) -> None:
+    """The views of sql/ and of the formats; ``path_fields_files``: the materialised path_fields, when
+    it was made by this very SQL (same rows, no regex over every path)."""
     for path in view_files():
-        if path.name == PATH_FIELDS_SQL and cache and cache.get("sql_sha256") == path_fields_sql_hash():
-            # The materialised result of this very SQL: same rows, no regex over every path.
+        if path.name == PATH_FIELDS_SQL and path_fields_files:
             con.execute(
-                "CREATE OR REPLACE VIEW path_fields AS SELECT * FROM read_parquet("
-                + _quote(store.abspath(cache["path"]))
-                + ")"
+                "CREATE OR REPLACE VIEW path_fields AS SELECT * FROM read_parquet(["
+                + ", ".join(_quote(f) for f in path_fields_files)
+                + "])"
             )
             continue
         con.execute(path.read_text())
@@ -108,37 +109,80 @@ PATH_FILTER_LIST_MAX = 10_000
 
 @dataclass(frozen=True)
 class Snapshot:
-    """The state of the warehouse a connection reads: the manifest it was built from."""
+    """The state of the warehouse a connection reads: warehouse snapshot ``number`` and its files."""
 
     root: str
-    version: int
-    last_run: str | None
+    number: int
+    run_id: str | None
     files: tuple[str, ...]  # absolute paths of every Parquet file its views read
 
     def missing(self) -> list[str]:
-        """The files of this snapshot that are gone (deleted by a later ingest once their grace period ended)."""
+        """The files of this snapshot that are gone (deleted by `warehouse compact` once past its retention)."""
         return [f for f in self.files if not os.path.exists(f)]
 
 
-def open_snapshot(root: str | os.PathLike, *, threads: int | None = None) -> tuple[duckdb.DuckDBPyConnection, Snapshot]:
-    """``connect(root)`` and the snapshot the connection reads."""
+def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None,
+                  threads: int | None = None) -> tuple[duckdb.DuckDBPyConnection, Snapshot]:
+    """``connect(root, as_of=...)`` and the snapshot the connection reads."""
     store = Store(root)
-    manifest = read_existing_manifest(store, root)
+    record = read_existing_snapshot(store, root, as_of)
+    files = pinned_files(store, record)
+    if as_of is not None:  # an old snapshot: its files may have been vacuumed (the latest's never are)
+        gone = [f for fs in files.values() for f in fs if not os.path.exists(f)]
+        if gone:
+            raise StorageError(
+                f"{root}: snapshot {as_of} cannot be read any more: `warehouse compact` deleted {len(gone)} of its "
+                f"files (e.g. {os.path.relpath(gone[0], store.root)}). {readable_hint(store)}")
     con = duckdb.connect(":memory:")
     # GLOBAL: cursors of this connection (one per call in ``Warehouse``) get it too.
     con.execute(f"SET GLOBAL dynamic_or_filter_threshold = {PATH_FILTER_LIST_MAX}")
     if threads:
         con.execute(f"SET threads = {int(threads)}")
-    create_raw_views(con, store, manifest)
-    apply_sql_views(con, manifest, store)
-    files = [store.abspath(e.path) for t in manifest.tables for e in manifest.files(t)]
-    if manifest.path_fields:
-        files.append(store.abspath(manifest.path_fields["path"]))
-    return con, Snapshot(str(store.root), manifest.version, manifest.last_run, tuple(files))
+    create_raw_views(con, files, record)
+    fresh = record.path_fields_sql == path_fields_sql_hash()
+    apply_sql_views(con, files.get(PATH_FIELDS) if fresh else None)
+    every = tuple(f for fs in files.values() for f in fs)
+    return con, Snapshot(str(store.root), record.number, record.run_id, every)
 
 
-def read_existing_manifest(store: Store, root: str | os.PathLike) -> Manifest:
-    """The manifest of the warehouse at ``root``; a clear error when there is none.
+def pinned_files(store: Store, record: SnapshotRecord) -> dict[str, list[str]]:
+    """table -> the files of the Delta version ``record`` pins (a vacuumed version: a StorageError saying so)."""
+    from . import delta
+
+    out = {}
+    for name, pinned in record.tables.items():
+        try:
+            out[name] = delta.live_files(store.table_uri(name), pinned["version"])
+        except Exception as e:  # deltalake's errors for a version whose log was cleaned up, or a table gone
+            raise StorageError(
+                f"{store.root}: snapshot {record.number} cannot be read any more: table {name} version "
+                f"{pinned['version']}: {e}. {readable_hint(store)}"
+            ) from None
+    return out
+
+
+def readable_hint(store: Store) -> str:
+    """Which snapshots can still be read (their files all there), for messages about one that cannot."""
+    from . import delta
+
+    readable = []
+    for record in reversed(store.snapshots()):
+        try:
+            ok = all(os.path.exists(f) for name, p in record.tables.items()
+                     for f in delta.live_files(store.table_uri(name), p["version"]))
+        except Exception:
+            ok = False
+        if not ok:
+            break
+        readable.append(record.number)
+    if not readable:
+        return "No snapshot is fully readable: run `warehouse ingest` again."
+    return (f"Snapshots {readable[-1]} to {readable[0]} are readable (`warehouse history` lists them); "
+            "open the warehouse again, or pick one of those with as_of / --as-of.")
+
+
+def read_existing_snapshot(store: Store, root: str | os.PathLike, as_of: int | None = None) -> SnapshotRecord:
+    """Snapshot ``as_of`` (default: the latest) of the warehouse at ``root``; a clear error when there is none.
 
     Reading never creates a warehouse (``ingest`` does): a typo in the root must not
     look like an empty warehouse.
@@ -148,15 +192,23 @@ def read_existing_manifest(store: Store, root: str | os.PathLike) -> Manifest:
     if not store.root.is_dir():
         raise StorageError(f"{root}: is a file, not a warehouse directory; pass the directory given to `warehouse ingest --root`")
     if not store.exists():
-        raise StorageError(f"{root}: no warehouse here (no manifest.json); create one with `warehouse ingest PATH --root {root}`")
-    return store.read_manifest()
+        if store.legacy():
+            raise StorageError(f"{root}: a warehouse in the layout before Delta tables (manifest.json); the next "
+                               f"`warehouse ingest ... --root {root}` (or `warehouse compact --root {root}`) converts it")
+        raise StorageError(f"{root}: {NO_WAREHOUSE}; create one with `warehouse ingest PATH --root {root}`")
+    return store.read_snapshot(as_of)
 
 
-def connect(root: str | os.PathLike, *, threads: int | None = None) -> duckdb.DuckDBPyConnection:
+#: what a root without a snapshot is said to be
+NO_WAREHOUSE = "no warehouse here (no snapshot in .warehouse/snapshots)"
+
+
+def connect(root: str | os.PathLike, *, as_of: int | None = None, threads: int | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with every warehouse view over the warehouse at ``root``.
 
-    The connection sees the warehouse as it was when it was opened; reconnect to
-    see later ingests. A root with no warehouse (nothing ingested there) is an error.
+    The connection reads one warehouse snapshot: ``as_of`` (a number ``warehouse history``
+    lists), by default the latest when it was opened; reconnect to see later ingests. A root
+    with no warehouse (nothing ingested there) is an error.
     One DuckDB connection runs one query at a time: give each thread its own
     ``con.cursor()`` (``warehouse.open`` does that for you).
 
@@ -164,22 +216,22 @@ def connect(root: str | os.PathLike, *, threads: int | None = None) -> duckdb.Du
     >>> con = warehouse.connect(tempfile.mkdtemp())
     Traceback (most recent call last):
     ...
-    warehouse.errors.StorageError: ...: no warehouse here (no manifest.json); create one with `warehouse ingest PATH --root ...`
+    warehouse.errors.StorageError: ...: no warehouse here (no snapshot in .warehouse/snapshots); create one with `warehouse ingest PATH --root ...`
     """
-    return open_snapshot(root, threads=threads)[0]
+    return open_snapshot(root, as_of=as_of, threads=threads)[0]
 
 
-def materialize_path_fields(store: Store, sources_file: str | None, out_path: str) -> dict | None:
-    """Write path_fields for the catalog file ``sources_file`` to ``out_path`` (Parquet)."""
-    if sources_file is None:
-        return None
+def materialize_path_fields(sources_file: str, out_path: str):
+    """Write path_fields for the catalog file ``sources_file`` to ``out_path`` (Parquet); its Arrow schema."""
+    import pyarrow.parquet as pq
+
     con = duckdb.connect(":memory:")
     try:
         con.execute("CREATE SCHEMA raw")
         con.execute(f"CREATE VIEW raw.sources AS SELECT source_path FROM read_parquet({_quote(sources_file)})")
         con.execute((sql_dir() / PATH_FIELDS_SQL).read_text())
         os.makedirs(os.path.dirname(out_path), exist_ok=True)
-        con.execute(f"COPY (SELECT * FROM path_fields) TO {_quote(out_path)} (FORMAT parquet, COMPRESSION zstd)")
+        con.execute(f"COPY (SELECT * FROM path_fields ORDER BY source_path) TO {_quote(out_path)} (FORMAT parquet, COMPRESSION zstd)")
     finally:
         con.close()
-    return {"path": store.rel(out_path), "sql_sha256": path_fields_sql_hash()}
+    return pq.read_schema(out_path)

@@ -21,6 +21,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from .delta import Part
 from .dependencies import DependsOn
 from .ingestor import JSON_SUFFIXES, Ingestor
 from . import remote
@@ -63,7 +64,7 @@ class BatchSpec:
 @dataclass
 class BatchResult:
     batch_no: int
-    parts: dict[str, tuple[str, int]] = field(default_factory=dict)  # table -> (abs path, rows)
+    parts: dict[str, Part] = field(default_factory=dict)  # table -> the file written (path relative to the root)
     sources: list[dict] = field(default_factory=list)  # catalog rows of changed / new files
     unchanged: list[tuple[str, int]] = field(default_factory=list)  # (path, mtime_ns): same bytes
     strict_failure: StrictFailure | None = None

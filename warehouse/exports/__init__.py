@@ -31,6 +31,7 @@ import duckdb
 
 from ..errors import ExportError, QueryError, UsageError
 from ..query import columns_hint, open_existing
+from ..storage import Store
 from .where import sandbox, selection_sql
 from .workspace import Workspace
 
@@ -144,8 +145,10 @@ def export(
     overwrite: bool = False,
     progress: bool = True,
     memory_limit: str = MEMORY_LIMIT,
+    as_of: int | None = None,
 ) -> ExportSummary:
-    """Write the responses matching ``where`` (and their children) to ``out`` as ``fmt``."""
+    """Write the responses matching ``where`` (and their children) to ``out`` as ``fmt``, from warehouse
+    snapshot ``as_of`` (default: the latest)."""
     registry = formats(extra_formats)
     if fmt not in registry:
         raise UsageError(f"unknown export format {fmt!r}; choose one of: {', '.join(registry)}")
@@ -159,7 +162,7 @@ def export(
     if not MEMORY_SIZE.fullmatch(memory_limit.strip()):
         raise UsageError(f"--memory-limit {memory_limit!r}: not a memory size (give e.g. 1GB, 512MB)")
     t0 = time.monotonic()
-    con = open_existing(root)
+    con = open_existing(root, as_of)
     shown = _Progress(con, fmt, progress)  # before the sandbox locks the connection's settings
     made: list[str] = []
     space, done = None, False
@@ -173,7 +176,7 @@ def export(
         # DuckDB may use this much memory, then writes what it holds to the workspace's spill
         # folder (sorts, joins, the staged tables of nested formats): the export's memory is bounded.
         con.execute("SET temp_directory = ?", [space.spill]).fetchall()
-        sandbox(con, [os.path.join(root, "data")])
+        sandbox(con, [str(d) for d in Store(root).table_dirs()])  # the Delta tables' folders only
         total = select(con, where)
         shown.selected(total)
         ctx = ExportContext(con, space.output, total, shown, target=out)

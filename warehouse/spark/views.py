@@ -35,7 +35,8 @@ def register(spark: SparkSession, root: str | os.PathLike, *, as_of: int | None 
 
     ``as_of``: a snapshot number (``warehouse history``); default: the live snapshot. The views
     read the files of that snapshot, so later ingests do not change them: register again to see
-    them. Files a later commit retires are deleted an hour after it, as for DuckDB connections.
+    them. A snapshot's files stay until `warehouse compact` vacuums them (after its retention), as for
+    DuckDB connections.
     """
     files = snapshot_files(root, as_of=as_of)
     names = []

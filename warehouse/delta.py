@@ -1,0 +1,180 @@
+"""The Delta Lake tables under the root: one per declared table, written with ``deltalake`` (delta-rs).
+
+The warehouse writes its Parquet files itself (workers, with ``warehouse.writer``) and
+commits them here as Delta ``add`` actions with the statistics every Delta reader uses
+to skip files (``file_stats``: rows, and min / max / null count of the columns where
+they are exact and short). A table's removes and adds of one run are one Delta version
+(``commit_table``). Everything here takes the table's location as a string, so that a
+root may later be a URL (``storage_options`` go straight to deltalake).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+import orjson
+
+#: string min / max longer than this are left out of a file's statistics: they would bloat
+#: the Delta log (response texts) and a reader gains nothing from them
+STATS_STRING_MAX = 256
+_INT_TYPES = ("INT32", "INT64")
+
+
+@dataclass(frozen=True)
+class Part:
+    """A Parquet file a run wrote, as the commit needs it: its path relative to the root, and facts
+    read from its footer (no reader opens it again). Carried by ``BatchResult`` from any engine."""
+
+    path: str  # relative to the root: "<table>/<run id>-b00001.parquet"
+    rows: int
+    size: int
+    mtime_ms: int
+    stats: str  # Delta statistics JSON
+
+    @classmethod
+    def of(cls, root: str, abspath: str) -> "Part":
+        import pyarrow.parquet as pq
+
+        meta = pq.read_metadata(abspath)
+        st = os.stat(abspath)
+        return cls(os.path.relpath(abspath, root), meta.num_rows, st.st_size, int(st.st_mtime * 1000),
+                   file_stats(meta))
+
+
+def file_stats(meta) -> str:
+    """Delta statistics (``numRecords``, ``minValues``, ``maxValues``, ``nullCount``) from a Parquet footer.
+
+    Only top-level integer and string columns get min / max, and only when every row group
+    has them (Parquet leaves out a value too long rather than cut it): floats (NaN is outside Parquet's min / max but counts in Spark's
+    comparisons), timestamps (Delta keeps milliseconds: a truncated max would skip a file
+    that matches) and nested columns get none, which a reader treats as "may match".
+    """
+    schema = meta.schema
+    mins: dict = {}
+    maxs: dict = {}
+    nulls: dict = {}
+    top = {}
+    for i in range(len(schema)):
+        col = schema.column(i)
+        if "." in col.path:  # a nested column's leaf
+            continue
+        top[i] = col
+    usable = {i for i, c in top.items() if c.physical_type in _INT_TYPES or c.logical_type.type == "STRING"}
+    for i, col in top.items():
+        lo = hi = None
+        exact = i in usable
+        count = 0
+        for g in range(meta.num_row_groups):
+            s = meta.row_group(g).column(i).statistics
+            if s is None:
+                exact = False
+                count = None
+                break
+            if count is not None and s.has_null_count:
+                count += s.null_count
+            elif not s.has_null_count:
+                count = None
+            if not exact:
+                continue
+            if not s.has_min_max:
+                if s.null_count == meta.row_group(g).num_rows:
+                    continue  # all null: no value to bound
+                exact = False
+                continue
+            lo = s.min if lo is None else min(lo, s.min)
+            hi = s.max if hi is None else max(hi, s.max)
+        if count is not None:
+            nulls[col.name] = count
+        if exact and lo is not None:
+            if isinstance(lo, str) and (len(lo) > STATS_STRING_MAX or len(hi) > STATS_STRING_MAX):
+                continue
+            mins[col.name], maxs[col.name] = lo, hi
+    return orjson.dumps(
+        {"numRecords": meta.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls}
+    ).decode()
+
+
+def table_uri(root: str, table: str) -> str:
+    return os.path.join(root, table)
+
+
+def is_table(uri: str) -> bool:
+    return os.path.isdir(os.path.join(uri, "_delta_log"))
+
+
+def open_table(uri: str, version: int | None = None):
+    from deltalake import DeltaTable
+
+    return DeltaTable(uri, version=version)
+
+
+def properties(metadata: dict):
+    from deltalake import CommitProperties
+
+    return CommitProperties(custom_metadata={k: str(v) for k, v in metadata.items()})
+
+
+def commit_table(uri: str, version: int | None, arrow_schema, adds: list[Part], removes: list[str],
+                 metadata: dict) -> int:
+    """One Delta version of the table at ``uri`` holding ``removes`` (paths relative to the table) and
+    ``adds``; creates the table at version 0 when ``version`` is None. Returns the new version.
+
+    ``version``: the version the run read (the snapshot's; None: no table yet). The table may be
+    beyond it only by versions of the same content (``commit.repair``'s restores): the writer
+    lock keeps other runs out, and the tables are written by the warehouse alone.
+    """
+    from deltalake import Schema
+    from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
+
+    actions = [AddAction(_in_table(p.path), p.size, {}, p.mtime_ms, True, p.stats) for p in adds]
+    props = properties(metadata)
+    if version is None:
+        create_table_with_add_actions(uri, Schema.from_arrow(arrow_schema), actions, mode="error",
+                                      commit_properties=props)
+        return 0
+    dt = open_table(uri)
+    _add_new_columns(dt, arrow_schema, props)
+    now = int(time.time() * 1000)
+    removals = [RemoveAction(p, True, now) for p in removes]
+    dt.create_write_transaction(removals + actions, mode="append", schema=dt.schema(), commit_properties=props)
+    dt.update_incremental()  # the object does not follow its own commit
+    return dt.version()
+
+
+def _in_table(path: str) -> str:
+    """A part's path relative to its table folder (the first segment of a root-relative path is the table)."""
+    return path.split("/", 1)[1] if "/" in path else path
+
+
+def _add_new_columns(dt, arrow_schema, props) -> None:
+    """Columns a format declares since the table was created join the Delta schema (older files read them as null)."""
+    from deltalake import Schema
+
+    have = {f.name for f in dt.schema().fields}
+    new = [f for f in Schema.from_arrow(arrow_schema).fields if f.name not in have]
+    if new:
+        dt.alter.add_columns(new, commit_properties=props)
+
+
+def writer_properties():
+    """The writer settings of the files delta-rs writes itself (``optimize``): those of ours (zstd level 1)."""
+    from deltalake import WriterProperties
+
+    return WriterProperties(compression="ZSTD", compression_level=1)
+
+
+def live_files(uri: str, version: int) -> list[str]:
+    """Absolute paths of the table's files at ``version`` (deltalake gives them percent-encoded: a root
+    with a space in its path would read as missing files)."""
+    from urllib.parse import unquote
+
+    return [unquote(u) for u in open_table(uri, version).file_uris()]
+
+
+def add_actions(uri: str, version: int):
+    """The table's add actions at ``version`` as an Arrow table (path, size_bytes, num_records, min.*, max.*)."""
+    import pyarrow as pa
+
+    return pa.table(open_table(uri, version).get_add_actions(flatten=True))  # (deltalake gives an arro3 table)

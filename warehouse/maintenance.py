@@ -1,0 +1,141 @@
+"""``warehouse history`` and ``warehouse compact`` as functions: ``warehouse.history`` and ``warehouse.compact``.
+
+``history`` lists the warehouse snapshots, oldest first: what each run did. ``compact``
+merges each table's small files (Delta ``optimize``: one version per table, the rows
+unchanged) and deletes the files no snapshot younger than the retention needs (Delta
+``vacuum``), then commits a snapshot pinning the merged versions.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from . import checks
+
+#: files replaced longer ago than this are deleted by ``compact`` (Delta's own default: 7 days);
+#: snapshots older than that may no longer be readable
+RETENTION_HOURS = 168
+HISTORY_FORMATS = ("table", "json")
+
+
+def history(root: str | os.PathLike, *, format: str | None = None, out: IO[str] | None = None) -> list[dict] | None:
+    """The warehouse snapshots of ``root``, oldest first: one dict each, with its integer ``snapshot`` (what
+    ``as_of`` / ``--as-of`` take), ``time``, ``run_id``, ``operation`` (ingest, compact, upgrade), the files
+    ingested, replaced and pruned, rows added and removed per table, and each table's Delta ``versions``.
+    With ``format`` (``table`` or ``json``): written to ``out`` (default stdout); returns None."""
+    from .storage import Store
+    from .views import read_existing_snapshot
+
+    checks.choice(format, "format", HISTORY_FORMATS)
+    root = checks.local_path(root)
+    store = Store(root)
+    read_existing_snapshot(store, root)  # the errors of a root that is no warehouse
+    rows = [_entry(r) for r in store.snapshots()]
+    if format is None:
+        return rows
+    out = out or sys.stdout
+    if format == "json":
+        import orjson
+
+        out.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return None
+    from .output import render_table
+
+    cols = ["snapshot", "time", "operation", "files_ingested", "files_replaced", "files_pruned", "rows_added",
+            "rows_removed"]
+    out.write(render_table(
+        ["snapshot", "time", "operation", "ingested", "replaced", "pruned", "rows in", "rows out"],
+        [[_cell(r[c]) for c in cols] for r in rows]))
+    return None
+
+
+def _entry(r) -> dict:
+    did = r.did
+    return {
+        "snapshot": r.number, "time": r.time, "run_id": r.run_id, "operation": r.operation,
+        "files_ingested": did.get("files_ingested", 0), "files_replaced": did.get("files_replaced", 0),
+        "files_pruned": did.get("files_pruned", 0), "rows_added": did.get("rows_added", {}),
+        "rows_removed": did.get("rows_removed", {}), "files_compacted": did.get("files_compacted", {}),
+        "versions": {t: v["version"] for t, v in r.tables.items()},
+    }
+
+
+def _cell(v: Any) -> Any:
+    """A per-table count as its total over the data tables (the catalog's rows are files, not data)."""
+    if isinstance(v, dict):
+        return sum(n for t, n in v.items() if t != "sources")
+    return v
+
+
+@dataclass
+class CompactSummary:
+    snapshot: int
+    files_before: dict[str, int] = field(default_factory=dict)
+    files_after: dict[str, int] = field(default_factory=dict)
+    files_deleted: int = 0
+    retention_hours: int = RETENTION_HOURS
+
+    def text(self) -> str:
+        before, after = sum(self.files_before.values()), sum(self.files_after.values())
+        return (f"compacted into snapshot {self.snapshot}: {before} data files -> {after}; "
+                f"{self.files_deleted} files older than {self.retention_hours:g} h deleted")
+
+
+def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, wait: bool = True,
+            progress: bool = True) -> CompactSummary:
+    """Merge the small files of every table and delete files replaced more than ``retention_hours``
+    ago (never those of the latest snapshot, nor of the one before this compact); commits a
+    new snapshot. Holds the writer lock, as ``ingest`` does (``wait=False``: LockedError when held)."""
+    from . import delta
+    from .commit import _sigint_deferred, repair
+    from .runner import open_for_writing, say
+    from .storage import SnapshotRecord, Store, new_run_id
+
+    root = checks.local_path(root)
+    checks.count(retention_hours, "retention_hours", least=0)
+    store = Store(root)
+    if not store.exists() and not store.legacy():
+        from .views import read_existing_snapshot
+
+        read_existing_snapshot(store, root)  # says why there is nothing to compact
+    with store.lock(wait=wait, announce=say if progress else None):
+        record = open_for_writing(store, say if progress else (lambda _m: None))
+        run_id = new_run_id()
+        new = SnapshotRecord(
+            number=record.number + 1, time=dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
+            run_id=run_id, operation="compact", path_fields_sql=record.path_fields_sql, settings=record.settings,
+        )
+        summary = CompactSummary(new.number, retention_hours=retention_hours)
+        meta = delta.properties({"warehouse_run_id": run_id, "warehouse_snapshot": new.number,
+                                 "warehouse_operation": "compact"})
+        compacted = {}
+        with _sigint_deferred():
+            try:
+                for name, pinned in record.tables.items():
+                    uri = store.table_uri(name)
+                    table = delta.open_table(uri)
+                    summary.files_before[name] = len(table.file_uris())
+                    done = table.optimize.compact(writer_properties=delta.writer_properties(), commit_properties=meta)
+                    if done.get("numFilesRemoved"):
+                        compacted[name] = {"removed": done["numFilesRemoved"], "added": done["numFilesAdded"]}
+                    # the files of the snapshot before this compact are kept: a run that dies before the
+                    # new snapshot is repaired to it, and connections opened on it keep working
+                    deleted = table.vacuum(retention_hours=retention_hours, enforce_retention_duration=False,
+                                           dry_run=False, full=True, keep_versions=[pinned["version"]],
+                                           commit_properties=meta)
+                    summary.files_deleted += len(deleted)
+                    table = delta.open_table(uri)
+                    summary.files_after[name] = len(table.file_uris())
+                    new.tables[name] = {**pinned, "version": table.version()}
+                new.did = {"files_compacted": compacted, "files_deleted": summary.files_deleted,
+                           "retention_hours": retention_hours}
+                store.write_snapshot(new)
+            except BaseException:
+                repair(store, record, delete_orphans=False)
+                raise
+    return summary
+
