@@ -173,6 +173,78 @@ def test_register_reads_the_snapshot_it_was_given(spark, tmp_path):
         DeltaTable(str(w.root / "responses")).file_uris())
 
 
+class _WithDeltaConnector:
+    """The session as a Delta connector sees it: ``delta-spark`` cannot be fetched here (no Maven), so
+    ``format("delta").option("versionAsOf", v).load(uri)`` is answered by deltalake's own reading of
+    that version. What this holds is register's side: that it asks for the pinned version of each
+    table's folder and brings the columns to the declared ones."""
+
+    class _Conf:
+        def get(self, key, default=None):
+            return "io.delta.sql.DeltaSparkSessionExtension" if key == "spark.sql.extensions" else default
+
+    class _Reader:
+        def __init__(self, spark):
+            self.spark, self.options, self.asked = spark, {}, []
+
+        def format(self, name):
+            assert name == "delta"
+            return self
+
+        def option(self, key, value):
+            self.options[key] = value
+            return self
+
+        def load(self, uri):
+            from deltalake import DeltaTable
+
+            version = int(self.options.pop("versionAsOf"))
+            self.asked.append((uri, version))
+            from pyspark.sql.pandas.types import from_arrow_schema
+
+            data = DeltaTable(uri, version=version).to_pyarrow_dataset().to_table()
+            if data.num_rows == 0:  # pyspark cannot make a frame of an empty Arrow table with timestamps
+                return self.spark.createDataFrame([], from_arrow_schema(data.schema))
+            return self.spark.createDataFrame(data)
+
+    def __init__(self, spark):
+        self._spark, self.conf, self.read = spark, self._Conf(), self._Reader(spark)
+
+    def __getattr__(self, name):
+        return getattr(self._spark, name)
+
+
+def test_a_session_with_the_delta_connector_reads_each_table_at_its_pinned_version(spark, tmp_path):
+    from warehouse.spark import register
+    from warehouse.spark.views import has_delta_connector
+    from warehouse.storage import Store
+
+    w = Warehouse(tmp_path / "wh")
+    src = tmp_path / "src"
+    shutil.copytree(REPO / "samples" / "afterimage", src)
+    w.ingest(src)
+    first = warehouse.history(w.root)[-1]["snapshot"]
+    victim = sorted(src.glob("*.jsonl"))[0]
+    victim.write_text(victim.read_text().splitlines()[0] + "\n")  # one line left: rows removed and rewritten
+    w.ingest(src)
+    assert not has_delta_connector(spark)
+    with_connector = _WithDeltaConnector(spark)
+    assert has_delta_connector(with_connector)
+    for as_of in (first, None):
+        pinned = Store(w.root).read_snapshot(as_of).tables
+        register(spark, w.root, as_of=as_of)
+        by_files = {t: _rows(spark.table(f"raw_{t}").toArrow()) for t in TABLES}
+        register(with_connector, w.root, as_of=as_of)
+        # path_fields is pinned too, but Spark derives it in its view from raw_sources
+        assert sorted(with_connector.read.asked) == sorted(
+            (str(w.root / t), v["version"]) for t, v in pinned.items() if t in TABLES)
+        with_connector.read.asked.clear()
+        for t in TABLES:
+            got = spark.table(f"raw_{t}").toArrow()
+            assert got.column_names == [c.name for c in TABLES[t].columns], t
+            assert _rows(got) == by_files[t], t
+
+
 # --- the engine -------------------------------------------------------------------------------
 
 

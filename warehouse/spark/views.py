@@ -4,7 +4,9 @@ Two layers, as in DuckDB (``warehouse/views.py``):
 
 * ``raw_<table>``: each declared table over its data files in the snapshot
   (``warehouse.storage.snapshot_files``, the one place that knows them), read with the
-  declared schema, so a column an older file lacks is NULL and an empty table is a typed
+  declared schema. A session with the Delta connector (``delta-spark``: its SQL extension
+  configured) reads each table through it instead, at the Delta version the snapshot pins
+  (``versionAsOf``), which gives the same rows; either way so a column an older file lacks is NULL and an empty table is a typed
   empty view. JSON columns are text (Spark has no JSON type; ``get_json_object``,
   ``from_json`` and ``parse_json`` read them).
 * the views of ``sql/`` in name order, then the installed formats' ``views``, each
@@ -38,10 +40,14 @@ def register(spark: SparkSession, root: str | os.PathLike, *, as_of: int | None 
     them. A snapshot's files stay until `warehouse compact` vacuums them (after its retention), as for
     DuckDB connections.
     """
-    files = snapshot_files(root, as_of=as_of)
     names = []
+    if has_delta_connector(spark):
+        frames = _delta_frames(spark, root, as_of)
+    else:
+        files = snapshot_files(root, as_of=as_of)
+        frames = {t.name: _table_frame(spark, t, files.get(t.name, [])) for t in TABLES.values()}
     for table in TABLES.values():
-        _table_frame(spark, table, files.get(table.name, [])).createOrReplaceTempView(raw_name(table.name))
+        frames[table.name].createOrReplaceTempView(raw_name(table.name))
         names.append(raw_name(table.name))
     for statement in [path.read_text() for path in view_files()] + format_views():
         translated = to_spark(statement)
@@ -81,6 +87,34 @@ def _table_frame(spark: SparkSession, table: Table, files: list[str]) -> DataFra
     if not files:
         return spark.createDataFrame([], schema)
     return spark.read.schema(schema).parquet(*files)
+
+
+def has_delta_connector(spark: SparkSession) -> bool:
+    """Whether the session was configured with the Delta connector (delta-spark's SQL extension)."""
+    return "DeltaSparkSessionExtension" in (spark.conf.get("spark.sql.extensions", "") or "")
+
+
+def _delta_frames(spark: SparkSession, root: str | os.PathLike, as_of: int | None) -> dict[str, DataFrame]:
+    """Each table through the Delta connector at the version snapshot ``as_of`` pins, with the
+    declared columns in their order (a column no version has yet is a typed NULL)."""
+    from pyspark.sql import functions as F
+
+    from ..storage import Store
+
+    store = Store(root)
+    pinned = store.read_snapshot(as_of).tables
+    frames = {}
+    for table in TABLES.values():
+        if table.name not in pinned:
+            frames[table.name] = _table_frame(spark, table, [])
+            continue
+        df = spark.read.format("delta").option("versionAsOf", pinned[table.name]["version"]).load(
+            store.table_uri(table.name))
+        have = set(df.columns)
+        frames[table.name] = df.select([
+            (F.col(f"`{c.name}`") if c.name in have else F.lit(None)).cast(spark_type(c.type)).alias(c.name)
+            for c in table.columns])
+    return frames
 
 
 def _view_name(spark_sql: str) -> str:
