@@ -236,7 +236,7 @@ class TableWriter:
 
     def add_batch(self, batch: pa.RecordBatch, checked: bool = False) -> None:
         """``checked``: the caller ran ``check_batch`` on it already (a full validation
-        reads every string again: ~0.4 s of CPU per GB of AfterImage, not worth twice)."""
+        reads every string again: ~0.4 s of CPU per GB of conversation JSONL, not worth twice)."""
         self._to_arrow()  # rows added one by one before this batch keep their place
         self._append(batch, checked)
 
