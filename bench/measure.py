@@ -84,10 +84,10 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def run(cmd: list[str], env: dict | None = None) -> Run:
+def run(cmd: list[str], env: dict | None = None, cwd: str | None = None) -> Run:
     _become_subreaper()
     cpu0 = _children_cpu()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
     peak = 0
     done = threading.Event()
 

@@ -10,7 +10,9 @@ from round to round (so a change in the machine's load falls on all of them alik
 each figure is the median of --runs rounds. Contenders:
 
 * each ``--warehouse LABEL=PYTHON`` (default: this Python), ``PYTHON -m warehouse.cli
-  ingest CORPUS --root FRESH``: several let one run compare two checkouts (before/after);
+  ingest CORPUS --root FRESH``: several let one run compare two checkouts (before/after),
+  each installed in a venv of its own with the same dependencies (pyarrow imports pandas on
+  its first ``pa.array`` when pandas is installed: ~0.2 CPU-s per process);
 * afterimage: ``duckdb_reference.py afterimage`` (the same three tables, in SQL alone,
   the fair peer) and ``duckdb_reference.py copy`` (the plain COPY of one table);
 * inference: ``duckdb_reference.py copy`` (the plain glob COPY);
@@ -61,7 +63,9 @@ def measure(kind: str, src: Path, glob: str, runs: int, warehouses, work: Path) 
             shutil.rmtree(d, ignore_errors=True)
             d.mkdir(parents=True)
             say(f"  round {i + 1}/{runs}: {label}")
-            r = run(cmd(d))
+            # in the output directory: `python -m` puts the working directory first on sys.path,
+            # and a checkout there would shadow the `warehouse` of the Python being measured
+            r = run(cmd(d), cwd=str(d))
             if r.returncode:
                 raise SystemExit(f"{label} failed:\n{r.stderr}")
             results[label].append(r)
@@ -78,7 +82,7 @@ def measure_reingest(src: Path, runs: int, warehouses, work: Path) -> dict[str, 
             shutil.rmtree(root, ignore_errors=True)
             cmd = [python, "-m", "warehouse.cli", "ingest", str(src), "--root", str(root), "--quiet"]
             say(f"  round {i + 1}/{runs}: warehouse {label}, first and unchanged")
-            first, again = run(cmd), run(cmd)
+            first, again = run(cmd, cwd=str(work)), run(cmd, cwd=str(work))
             if first.returncode or again.returncode:
                 raise SystemExit(f"{label} failed:\n{first.stderr}{again.stderr}")
             results.setdefault(f"warehouse {label} first", []).append(first)
