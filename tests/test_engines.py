@@ -153,3 +153,14 @@ def test_the_process_pool_says_a_worker_died_as_worker_lost(tmp_path):
     with pytest.raises(WorkerLost):
         with closing(ProcessPool(2).run(_specs(tmp_path / "wh", [[die]], TOY), lambda f, b: None)) as running:
             list(running)
+
+
+def test_the_forkserver_imports_the_worker_and_the_runs_formats_once_for_every_worker(tmp_path):
+    """Workers are forked with these loaded, instead of each importing pyarrow and the formats."""
+    from warehouse.pool import preload_modules
+
+    spec = _specs(tmp_path / "wh", [[]], TOY)[0]
+    assert preload_modules(spec) == ["__main__", "warehouse.worker", "tests.test_engines"]
+    installed = preload_modules(_specs(tmp_path / "wh", [[]])[0])
+    assert "warehouse.worker" in installed and all(m in installed for m in ("warehouse.formats.afterimage",
+                                                                              "warehouse.formats.trait_interp"))
