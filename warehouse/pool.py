@@ -32,6 +32,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Protocol
 
+from .registry import Registry
 from .worker import BatchIngest, BatchResult, BatchSpec, ProgressFn
 
 
@@ -79,7 +80,7 @@ class ProcessPool:
         specs = itertools.chain([first], specs)
         ctx = multiprocessing.get_context("forkserver")
         # Takes effect when the forkserver starts (once per process; later runs reuse it).
-        ctx.set_forkserver_preload(preload_modules(first))
+        ctx.set_forkserver_preload(preload_modules(first.registry))
         queue = ctx.Queue()
         stop = threading.Event()
 
@@ -124,12 +125,22 @@ class ProcessPool:
             queue.close()
 
 
-def preload_modules(spec: BatchSpec) -> list[str]:
+def preload_modules(registry: Registry) -> list[str]:
     """What the forkserver imports before it forks any worker: the worker and the run's formats.
     The formats were loaded in this process already (detection needs them all), so importing
     them again cannot fail where this process did not; ``__main__`` is multiprocessing's default."""
-    formats = sorted({ref.partition(":")[0] for _name, ref in spec.registry.refs})
+    formats = sorted({ref.partition(":")[0] for _name, ref in registry.refs})
     return ["__main__", "warehouse.worker", *formats]
+
+
+def start_forkserver(registry: Registry) -> None:
+    """Start the forkserver now: it imports what workers need (``preload_modules``) in a process
+    of its own while the run goes on walking and planning, instead of after. Call it once the
+    run is known to need a ``ProcessPool``; later pools of this process reuse it."""
+    from multiprocessing import forkserver
+
+    multiprocessing.get_context("forkserver").set_forkserver_preload(preload_modules(registry))
+    forkserver.ensure_running()
 
 
 def _finished(pending: set) -> list[BatchResult]:
