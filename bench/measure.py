@@ -82,8 +82,39 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def run(cmd: list[str], env: dict | None = None) -> Run:
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def _become_subreaper() -> None:
+    """Orphans of the measured command (a pool's forkserver) are reparented here, not to
+    init, so their CPU time reaches RUSAGE_CHILDREN once they are waited for."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _reap_orphans(timeout: float = 5.0) -> None:
+    """Wait for what the command left running (a forkserver exits once its parent has)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            time.sleep(0.01)
+
+
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def run(cmd: list[str], env: dict | None = None, cwd: str | None = None) -> Run:
+    _become_subreaper()
+    cpu0 = _children_cpu()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
     peak = 0
     done = threading.Event()
 

@@ -420,3 +420,12 @@ def test_afterimage_mapping_keeps_every_field(source):
     for table, rows in out.items():  # and every row fits its table's declared types
         for r in rows:
             RowValidator(TABLES[table]).values(dict(r, source_path="/x", source_locator="7"))
+
+
+def test_the_fast_paths_ids_of_a_block_are_the_record_paths_ids():
+    """`stable_ids` hashes the path once for a block's lines; every id is `stable_id`'s."""
+    from warehouse.records import stable_id, stable_ids
+
+    for path in ("/data/conversations.jsonl", "/données/é.jsonl", "/bad/\udcff.jsonl"):
+        locators = ["1", "2", "10", "3.conversations[1]", ""]
+        assert stable_ids(path, locators) == [stable_id(path, loc) for loc in locators]

@@ -153,3 +153,39 @@ def test_the_process_pool_says_a_worker_died_as_worker_lost(tmp_path):
     with pytest.raises(WorkerLost):
         with closing(ProcessPool(2).run(_specs(tmp_path / "wh", [[die]], TOY), lambda f, b: None)) as running:
             list(running)
+
+
+def test_the_forkserver_imports_the_worker_and_the_runs_formats_once_for_every_worker():
+    """Workers are forked with these loaded, instead of each importing pyarrow and the formats."""
+    from warehouse.pool import preload_modules
+
+    assert preload_modules(TOY) == ["__main__", "warehouse.worker", "tests.test_engines"]
+    installed = preload_modules(Registry.installed())
+    assert "warehouse.worker" in installed and all(m in installed for m in ("warehouse.formats.afterimage",
+                                                                              "warehouse.formats.trait_interp"))
+
+
+def test_the_forkserver_starts_during_the_walk_only_when_the_run_will_use_a_pool(tmp_path, monkeypatch):
+    """It starts once the walk has found more than a small run's files, so its imports overlap the
+    rest of the walk; a small run, an unchanged one or --jobs 1 never starts it."""
+    import warehouse.runner as runner
+
+    monkeypatch.setattr(runner, "INLINE_MAX_FILES", 3)
+    started, engines = [], []
+    monkeypatch.setattr(runner, "start_forkserver", lambda registry: started.append(registry))
+    real_inline, real_pool = runner.Inline, runner.ProcessPool
+    monkeypatch.setattr(runner, "Inline", lambda: engines.append("inline") or real_inline())
+    monkeypatch.setattr(runner, "ProcessPool", lambda jobs: engines.append("pool") or real_pool(jobs))
+    src = tmp_path / "src"
+    for i in range(3):
+        write_json(src / f"small/{i}.json", {"prompt": f"p{i}", "response": "r"})
+    warehouse.ingest(src / "small", root=tmp_path / "wh1", jobs=2, progress=False)
+    assert (started, engines) == ([], ["inline"])
+    for i in range(6):
+        write_json(src / f"big/{i}.json", {"prompt": f"p{i}", "response": "r"})
+    warehouse.ingest(src / "big", root=tmp_path / "wh2", jobs=1, progress=False)
+    assert (started, engines) == ([], ["inline", "inline"])
+    summary = warehouse.ingest(src / "big", root=tmp_path / "wh3", jobs=2, progress=False)
+    assert (len(started), engines) == (1, ["inline", "inline", "pool"]) and summary.records_ingested == 6
+    warehouse.ingest(src / "big", root=tmp_path / "wh3", jobs=2, progress=False)  # unchanged: nothing to read
+    assert (len(started), engines) == (1, ["inline", "inline", "pool"])

@@ -226,3 +226,29 @@ def test_a_fast_path_that_lets_invalid_text_through_never_writes_it(wh, tmp_path
     assert quarantined(wh, src) == expected
     assert (summary.records_ingested, summary.records_quarantined) == (ingested, len(expected))
     check_readable(wh, tmp_path)
+
+
+def test_a_fast_paths_tables_are_validated_once_before_they_are_kept(tmp_path, monkeypatch):
+    """The sink validates every table of the block before it keeps any; the writer does not again."""
+    import warehouse.sink as sink
+    import warehouse.writer as writer
+    from warehouse.registry import Registry
+    from warehouse.storage import new_run_id
+    from warehouse.worker import BatchIngest, BatchSpec, WorkItem
+
+    checked = []
+
+    def counting(check):
+        return lambda table, data: checked.append((table.name, data.num_rows)) or check(table, data)
+
+    monkeypatch.setattr(sink, "check_batch", counting(sink.check_batch))
+    monkeypatch.setattr(writer, "check_batch", counting(writer.check_batch))
+    from .conftest import REPO
+
+    path = REPO / "samples/afterimage/conversations_20260112_101500.jsonl"
+    assert not fast.fast_lines(path.read_bytes(), str(path), 1).rest  # all on the fast path
+    spec = BatchSpec(run_id=new_run_id(), batch_no=1, root=str(tmp_path / "wh"), items=[WorkItem(str(path))],
+                     registry=Registry.installed())
+    result = BatchIngest(spec).run()
+    assert sorted(result.parts) == ["evaluations", "responses", "turns"]
+    assert sorted(name for name, _rows in checked) == ["evaluations", "responses", "turns"]

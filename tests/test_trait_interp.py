@@ -262,3 +262,18 @@ def test_a_files_kind_is_decided_once_and_travels_with_its_records(path, monkeyp
     assert len(asked) == 1 and len(records) >= 1
     mapped = [ti.map(r, RecordContext(str(path), r.locator, r.index, "trait_interp")) for r in records if r.error is None]
     assert len(asked) == 1 and mapped
+
+
+@pytest.mark.parametrize("head, kind", [
+    (b'{"response_source": "x.json", "annotations": []}', "annotations"),
+    (b'{"metadata": {"detailed_annotations" \n : true}}', "annotations"),  # space before the colon
+    (b'{"prompt": "p", "response": "r"}', "responses"),
+    (b'{"prompt": "say \\"response_source\\": here", "response": "r"}', "responses"),  # text inside a string
+    (b'{"prompt": "the response_source of it", "response": "r"}', "responses"),
+    (b'{"response_source" "x"}', "responses"),  # no colon: not a key
+])
+def test_an_annotation_file_is_told_by_its_keys_not_by_text_inside_strings(head, kind):
+    """The content test behind `sniff` and `records` (cheap substring test first, the regex after)."""
+    from warehouse.formats.trait_interp import kinds
+
+    assert kinds.kind_of("/data/some_name.json", head) == kind

@@ -33,6 +33,20 @@ def stable_id(path: str, locator: str) -> str:
     return h.hexdigest()
 
 
+def stable_ids(path: str, locators) -> list[str]:
+    """``stable_id(path, loc)`` for each of many locators of one path: the path is hashed once
+    and its hash state copied (a fast path names every line of a block: ~0.5 CPU-s per GB)."""
+    prefix = hashlib.blake2b(digest_size=8)
+    prefix.update(path.encode("utf-8", "surrogatepass"))
+    prefix.update(b"\x00")
+    out = []
+    for locator in locators:
+        h = prefix.copy()
+        h.update(locator.encode("utf-8", "surrogatepass"))
+        out.append(h.hexdigest())
+    return out
+
+
 # --- bounded locators and messages ------------------------------------------------------------------
 #
 # A locator is repeated on every row of a record (each part of a prompt may name the prompt's key),

@@ -23,7 +23,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 
@@ -34,7 +34,7 @@ from . import remote
 from .errors import Interrupted, ObjectStoreError, StorageError, StrictModeError, UsageError, WarehouseError
 from .ingestor import JSON_SUFFIXES
 from .pieces import FileScan, merge_pieces, split_large_files
-from .pool import Engine, Inline, ProcessPool, WorkerLost
+from .pool import Engine, Inline, ProcessPool, WorkerLost, start_forkserver
 from .progress import IngestProgress
 from .readers import inside
 from .registry import Registry
@@ -120,7 +120,9 @@ def ingest(
         for p in paths:
             if p not in existing and not catalog.covers(p):
                 raise UsageError(f"{p}: no such file or directory, and no catalogued file was under it")
-        work = _what_to_read(paths, existing, store, catalog, summary, suffixes, format, settings, trees or {})
+        # Once the walk has found work enough for a pool, its forkserver starts importing alongside.
+        warm = (lambda: start_forkserver(registry)) if engine == "local" and _jobs(jobs) > 1 else None
+        work = _what_to_read(paths, existing, store, catalog, summary, suffixes, format, settings, trees or {}, warm)
         gone = work.gone
         if prune:
             summary.files_removed = len(gone)
@@ -179,9 +181,12 @@ class _Work:
 
 
 def _what_to_read(paths: Sequence[str], existing: list[str], store: Store, catalog: Catalog, summary: IngestSummary,
-                  suffixes: tuple[str, ...], format: str | None, settings: dict, trees: dict[str, str]) -> _Work:
-    """Walk ``existing``, skip what the catalog says is unchanged, and add what depends on a change."""
+                  suffixes: tuple[str, ...], format: str | None, settings: dict, trees: dict[str, str],
+                  warm: Callable[[], None] | None = None) -> _Work:
+    """Walk ``existing``, skip what the catalog says is unchanged, and add what depends on a change.
+    ``warm`` is called once, as soon as what is to be read would run on a pool (``_pooled``)."""
     work = _Work()
+    nbytes = 0
     seen: set[str] = set()
     unchanged: set[str] = set()
     root_dir = os.stat(store.root)
@@ -206,6 +211,10 @@ def _what_to_read(paths: Sequence[str], existing: list[str], store: Store, catal
             continue
         work.items.append(WorkItem(path, previous, explicit=found.explicit, tree=tree))
         work.sizes.append(found.size)
+        nbytes += found.size
+        if warm is not None and _pooled(len(work.items), nbytes):
+            warm()
+            warm = None
     work.gone = catalog.gone(paths, seen)
     # Files built from a file that changed (or went) are ingested again too, walked or not.
     scheduled = {i.path for i in work.items}
@@ -249,6 +258,15 @@ def _run_batches(items: list[WorkItem], sizes: list[int], spec_args: dict, jobs:
     return results
 
 
+def _jobs(jobs: int | None) -> int:
+    return max(1, jobs or os.cpu_count() or 1)
+
+
+def _pooled(files: int, nbytes: int) -> bool:
+    """Whether this much to read is worth a pool of workers (given more than one job)."""
+    return nbytes > INLINE_MAX_BYTES or files > INLINE_MAX_FILES
+
+
 def _engine(name: str, spark_master: str | None, jobs: int | None, total_bytes: int, files: int) -> Engine:
     """``spark``: Spark tasks, whatever the size (the user asked for the cluster). ``local``: this
     process for a small run or ``--jobs 1`` (a pool costs more than it saves), else a process pool."""
@@ -256,9 +274,8 @@ def _engine(name: str, spark_master: str | None, jobs: int | None, total_bytes: 
         from .spark.engine import SparkEngine  # pyspark only when asked for
 
         return SparkEngine(spark_master)
-    jobs = max(1, jobs or os.cpu_count() or 1)
-    inline = jobs == 1 or (total_bytes <= INLINE_MAX_BYTES and files <= INLINE_MAX_FILES)
-    return Inline() if inline else ProcessPool(jobs)
+    jobs = _jobs(jobs)
+    return ProcessPool(jobs) if jobs > 1 and _pooled(files, total_bytes) else Inline()
 
 
 def plan_batches(items: list[WorkItem], sizes: list[int], jobs: int) -> list[list[WorkItem]]:

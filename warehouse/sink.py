@@ -140,7 +140,7 @@ class RecordSink:
         self.flush()  # rows mapped before keep their place
         for name, table in tables.items():
             for batch in table.to_batches():
-                self._writer(name).add_batch(batch)
+                self._writer(name).add_batch(batch, checked=True)
         counts.seen += records
         counts.ingested += records
         return True

@@ -26,7 +26,7 @@ import pyarrow.json as pj
 
 from warehouse.ingestor import FastResult
 from warehouse.readers import BOM
-from warehouse.records import stable_id
+from warehouse.records import stable_ids
 
 from .conversation import ROLES
 
@@ -84,7 +84,7 @@ def fast_lines(data: bytes, path: str, first_line: int) -> FastResult | None:
 
     n = t.num_rows
     locators = pa.array(line_numbers.astype(str))
-    ids = pa.array([stable_id(path, loc) for loc in locators.to_pylist()], pa.string())
+    ids = pa.array(stable_ids(path, locators.to_pylist()), pa.string())
     offsets = conv.offsets.to_numpy()
     lengths = np.diff(offsets)
     prompt, response = _exchange(roles, contents, offsets, lengths)

@@ -33,13 +33,17 @@ _STEERING_QUESTIONS = re.compile(r"(?:^|/)datasets/traits/.+/steering\.json$")
 _ANNOTATION_SUFFIX = re.compile(r"_annotations(?:_chars|_tokens)?\.json$")
 #: keys only annotation files have (a key, not text inside a string: no backslash before the quote)
 _ANNOTATION_CONTENT = re.compile(rb'(?<!\\)"(?:response_source|detailed_annotations)"\s*:')
+#: the regex can match only where one of these is: a substring test (memchr speed) rules most files
+#: out first. The lookbehind keeps the regex from skipping ahead to a literal: 75 us on an 8 KB head,
+#: asked twice per file (sniff, records): 15 s of CPU over 100,000 inference files.
+_ANNOTATION_KEYS = (b'"response_source"', b'"detailed_annotations"')
 
 
 def kind_of(path: str, head: bytes = b"") -> str:
     """The kind by the path, or by the content (``head``: the file's first bytes) for an
     annotation file with another name. Without ``head`` the path alone decides."""
     kind = kind_of_path(path)
-    if kind == RESPONSES and head and _ANNOTATION_CONTENT.search(head):
+    if kind == RESPONSES and head and any(k in head for k in _ANNOTATION_KEYS) and _ANNOTATION_CONTENT.search(head):
         return ANNOTATIONS
     return kind
 

@@ -1,0 +1,138 @@
+"""The warehouse against DuckDB doing the same work, interleaved in one run (issue 20).
+
+    python bench/versus.py afterimage --mb 300 1000 --runs 3
+    python bench/versus.py inference --files 20000 100000 --runs 3
+    python bench/versus.py reingest --files 20000 100000 --runs 3
+    python bench/versus.py afterimage --mb 300 --warehouse before=/tmp/before/.venv/bin/python --warehouse after=python
+
+Each round runs every contender once, one after another, in an order that rotates
+from round to round (so a change in the machine's load falls on all of them alike);
+each figure is the median of --runs rounds. Contenders:
+
+* each ``--warehouse LABEL=PYTHON`` (default: this Python), ``PYTHON -m warehouse.cli
+  ingest CORPUS --root FRESH``: several let one run compare two checkouts (before/after),
+  each installed in a venv of its own with the same dependencies (pyarrow imports pandas on
+  its first ``pa.array`` when pandas is installed: ~0.2 CPU-s per process);
+* afterimage: ``duckdb_reference.py afterimage`` (the same three tables, in SQL alone,
+  the fair peer) and ``duckdb_reference.py copy`` (the plain COPY of one table);
+* inference: ``duckdb_reference.py copy`` (the plain glob COPY);
+* reingest: no DuckDB; each warehouse ingests once (timed as "first"), then the
+  unchanged corpus again.
+
+Wall time, CPU time (user + system of the whole process tree) and peak RSS (summed
+over the process tree) beside each: the machine is shared, and CPU time moves less
+with other load than wall time does. Markdown to stdout, progress to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import ingest as ingest_bench  # noqa: E402  (bench/ingest.py: the corpora)
+from measure import Run, median_of, run, say  # noqa: E402
+
+REFERENCE = str(HERE / "duckdb_reference.py")
+
+
+def contenders(kind: str, glob: str, src: Path, warehouses: list[tuple[str, str]]) -> list[tuple[str, callable]]:
+    """(label, command for a fresh output directory) of everything measured for ``kind``."""
+    out = []
+    for label, python in warehouses:
+        out.append((f"warehouse {label}", lambda d, py=python: [py, "-m", "warehouse.cli", "ingest", str(src),
+                                                                 "--root", str(d / "wh"), "--quiet"]))
+    if kind == "afterimage":
+        out.append(("duckdb same work", lambda d: [sys.executable, REFERENCE, "afterimage", glob, str(d)]))
+    out.append(("duckdb plain COPY", lambda d: [sys.executable, REFERENCE, "copy", glob, str(d)]))
+    return out
+
+
+def measure(kind: str, src: Path, glob: str, runs: int, warehouses, work: Path) -> dict[str, Run]:
+    todo = contenders(kind, glob, src, warehouses)
+    results: dict[str, list[Run]] = {label: [] for label, _ in todo}
+    for i in range(runs):
+        k = i % len(todo)
+        for label, cmd in todo[k:] + todo[:k]:
+            d = work / f"{label.replace(' ', '-')}-{i}"
+            shutil.rmtree(d, ignore_errors=True)
+            d.mkdir(parents=True)
+            say(f"  round {i + 1}/{runs}: {label}")
+            # in the output directory: `python -m` puts the working directory first on sys.path,
+            # and a checkout there would shadow the `warehouse` of the Python being measured
+            r = run(cmd(d), cwd=str(d))
+            if r.returncode:
+                raise SystemExit(f"{label} failed:\n{r.stderr}")
+            results[label].append(r)
+            shutil.rmtree(d, ignore_errors=True)
+    return {label: median_of(rs) for label, rs in results.items()}
+
+
+def measure_reingest(src: Path, runs: int, warehouses, work: Path) -> dict[str, Run]:
+    results: dict[str, list[Run]] = {}
+    for i in range(runs):
+        k = i % len(warehouses)
+        for label, python in warehouses[k:] + warehouses[:k]:
+            root = work / f"{label}-{i}"
+            shutil.rmtree(root, ignore_errors=True)
+            cmd = [python, "-m", "warehouse.cli", "ingest", str(src), "--root", str(root), "--quiet"]
+            say(f"  round {i + 1}/{runs}: warehouse {label}, first and unchanged")
+            first, again = run(cmd, cwd=str(work)), run(cmd, cwd=str(work))
+            if first.returncode or again.returncode:
+                raise SystemExit(f"{label} failed:\n{first.stderr}{again.stderr}")
+            results.setdefault(f"warehouse {label} first", []).append(first)
+            results.setdefault(f"warehouse {label} unchanged", []).append(again)
+            shutil.rmtree(root, ignore_errors=True)
+    return {label: median_of(rs) for label, rs in results.items()}
+
+
+def table(name: str, nbytes: int, results: dict[str, Run], reference: str | None) -> None:
+    print(f"\n{name} ({nbytes / 1e6:,.0f} MB)\n")
+    print("| contender | wall | CPU (user+sys) | peak RSS | wall / reference | CPU / reference |")
+    print("|---|---|---|---|---|---|")
+    ref = results.get(reference) if reference else None
+    for label, r in results.items():
+        ratio = f"{r.seconds / ref.seconds:.2f}" if ref else "-"
+        cpu_ratio = f"{r.cpu_seconds / ref.cpu_seconds:.2f}" if ref and ref.cpu_seconds else "-"
+        print(f"| {label} | {r.seconds:.2f} s | {r.cpu_seconds:.2f} s | {r.peak_rss_mb:,.0f} MB | {ratio} | {cpu_ratio} |",
+              flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("kind", choices=["afterimage", "inference", "reingest"])
+    ap.add_argument("--mb", type=float, nargs="*", default=[300.0, 1000.0])
+    ap.add_argument("--files", type=int, nargs="*", default=[20_000, 100_000])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--warehouse", action="append", default=[], metavar="LABEL=PYTHON",
+                    help="a warehouse to measure: a label and the Python whose `warehouse` it is (repeatable)")
+    ap.add_argument("--corpus", default=os.path.join(tempfile.gettempdir(), "warehouse-bench"))
+    a = ap.parse_args()
+    warehouses = [tuple(w.split("=", 1)) for w in a.warehouse] or [("now", sys.executable)]
+    base = Path(a.corpus)
+    work = Path(tempfile.mkdtemp(prefix="versus-"))
+    try:
+        sizes = a.mb if a.kind == "afterimage" else a.files
+        for size in sizes:
+            spec = argparse.Namespace(mb=size, files=int(size))
+            src, glob = ingest_bench.corpus("afterimage" if a.kind == "afterimage" else "inference", spec, base)
+            nbytes = ingest_bench.size_of(src)
+            if a.kind == "reingest":
+                results = measure_reingest(src, a.runs, warehouses, work)
+                table(f"{int(size):,} inference files: first ingest, then unchanged", nbytes, results,
+                      f"warehouse {warehouses[0][0]} first")
+                continue
+            results = measure(a.kind, src, glob, a.runs, warehouses, work)
+            what = f"AfterImage JSONL {size:g} MB" if a.kind == "afterimage" else f"{int(size):,} inference files"
+            table(what, nbytes, results, "duckdb same work" if a.kind == "afterimage" else "duckdb plain COPY")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
