@@ -119,7 +119,7 @@ def ingest(
 
     if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
         paths = [paths]  # type: ignore[list-item]
-    root = checks.local_path(root)
+    root = checks.root(root)
     checks.positive(max_record_mb, "max_record_mb", " of MB")
     checks.engine(engine, spark_master)
     run_options = dict(options or {})

@@ -45,7 +45,13 @@ class Catalog:
         files = [] if version is None else delta.live_files(store.table_uri("sources"), version)
         if not files:
             return cls()
-        table = pa.concat_tables([pq.read_table(f) for f in files]) if len(files) > 1 else pq.read_table(files[0])
+        from . import remote
+
+        def read(f: str) -> pa.Table:
+            fs, where = remote.fs_path(f)
+            return pq.read_table(where, filesystem=fs)
+
+        table = pa.concat_tables([read(f) for f in files]) if len(files) > 1 else read(files[0])
         return cls({row["source_path"]: row for row in table.to_pylist()})
 
     def __bool__(self) -> bool:

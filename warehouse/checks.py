@@ -43,6 +43,24 @@ def local_path(path: str | os.PathLike, name: str = "root") -> str:
     return os.fsdecode(text)
 
 
+#: the schemes a warehouse root may have (its conditional puts are made with obstore: s3 only, tested on moto)
+ROOT_SCHEMES = ("s3",)
+
+
+def root(path: str | os.PathLike, name: str = "root") -> str:
+    """A warehouse root: a local path, or an ``s3://bucket/prefix`` URL (docs/storage.md)."""
+    text = os.fspath(path)
+    if isinstance(text, str) and URL.match(text):
+        scheme, _, rest = text.partition("://")
+        if scheme.lower() not in ROOT_SCHEMES:
+            raise UsageError(f"{option(name)} {text}: a warehouse root may be a local directory or an s3:// URL, "
+                             f"not {scheme}:// (docs/storage.md)")
+        if not rest.split("/", 1)[0]:
+            raise UsageError(f"{option(name)} {text}: no bucket named (expected s3://BUCKET/PREFIX)")
+        return text
+    return os.fsdecode(text)
+
+
 def directory(path: str | os.PathLike, name: str, what: str) -> str:
     """An existing local directory, as an absolute path (``what`` says which directory is wanted)."""
     text = os.fsdecode(os.fspath(path))

@@ -32,14 +32,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from . import delta
+from . import delta, remote
 from .catalog import Catalog
 from .delta import Part
 from .storage import RUN_ID, SnapshotRecord, Store
 from .tables import SOURCES, TABLES
 from .views import PATH_FIELDS, materialize_path_fields, path_fields_sql_hash
 from .worker import BatchResult
-from .writer import PARQUET_OPTIONS
+from .writer import PARQUET_OPTIONS, open_parquet_writer
 
 
 @dataclass
@@ -119,14 +119,16 @@ def commit(store: Store, record: SnapshotRecord, catalog: Catalog, changes: Chan
 
     sources_path = store.data_path("sources", f"{run_id}.parquet")
     rows = [rows_of[p] for p in sorted(rows_of)]
-    pq.write_table(pa.Table.from_pylist(rows, schema=SOURCES.arrow_schema), sources_path, **PARQUET_OPTIONS)
+    fs, where = remote.fs_path(sources_path)
+    pq.write_table(pa.Table.from_pylist(rows, schema=SOURCES.arrow_schema), where, filesystem=fs, **PARQUET_OPTIONS)
     plan.append(_whole(store, record, "sources", SOURCES.arrow_schema, Part.of(str(store.root), sources_path)))
     pf_path = store.data_path(PATH_FIELDS, f"{run_id}.parquet")
-    pf_schema = materialize_path_fields(sources_path, pf_path)
+    pf_schema = _path_fields(store, rows, sources_path, pf_path)
     plan.append(_whole(store, record, PATH_FIELDS, pf_schema, Part.of(str(store.root), pf_path)))
-    for change in plan:
-        for part in change.adds:
-            _fsync(store.abspath(part.path))
+    if not store.remote:  # a put is durable once it returns; local files are synced before the commit
+        for change in plan:
+            for part in change.adds:
+                _fsync(store.abspath(part.path))
 
     new = SnapshotRecord(
         number=(store.snapshot_numbers() or [0])[-1] + 1,
@@ -146,6 +148,22 @@ def commit(store: Store, record: SnapshotRecord, catalog: Catalog, changes: Chan
     # --- phase 2: the tables' versions, then the snapshot that pins them ---
     commit_plan(store, record, new, plan)
     return True
+
+
+def _path_fields(store: Store, rows: list[dict], sources_path: str, pf_path: str) -> pa.Schema:
+    """Materialise path_fields at ``pf_path``; on a remote root DuckDB works on a local copy (no httpfs here)."""
+    if not store.remote:
+        return materialize_path_fields(sources_path, pf_path)
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="warehouse-pf-") as tmp:
+        local_sources, local_pf = os.path.join(tmp, "sources.parquet"), os.path.join(tmp, "path_fields.parquet")
+        pq.write_table(pa.Table.from_pylist(rows, schema=SOURCES.arrow_schema), local_sources, **PARQUET_OPTIONS)
+        schema = materialize_path_fields(local_sources, local_pf)
+        fs, where = remote.fs_path(pf_path)
+        with open(local_pf, "rb") as src, fs.open_output_stream(where) as dst:
+            shutil.copyfileobj(src, dst, 8 << 20)
+    return schema
 
 
 def commit_plan(store: Store, record: SnapshotRecord, new: SnapshotRecord, plan: list[_TableChange]) -> None:
@@ -199,10 +217,11 @@ def _drop_rows_of(store: Store, change: _TableChange, paths: set[str], new_name)
     hi = actions.column("max.source_path").to_pylist() if "max.source_path" in cols else [None] * actions.num_rows
     columns = set()
     for rel, low, high in zip(actions.column("path").to_pylist(), lo, hi):
-        path = os.path.join(uri, rel)
+        path = f"{uri}/{rel}"
         if low is not None and high is not None and not _any_between(wanted, low, high):
             continue
-        src = pq.ParquetFile(path)
+        fs, where = remote.fs_path(path)
+        src = pq.ParquetFile(fs.open_input_file(where))
         hits = pc.sum(pc.is_in(src.read(columns=["source_path"])["source_path"], value_set=value_set)).as_py() or 0
         if not hits:
             continue
@@ -215,8 +234,13 @@ def _drop_rows_of(store: Store, change: _TableChange, paths: set[str], new_name)
         removed = set(change.removes)
         for rel in actions.column("path").to_pylist():
             if rel not in removed:
-                columns |= set(pq.read_schema(os.path.join(uri, rel)).names)
-        change.columns = columns | {c for p in change.adds for c in pq.read_schema(store.abspath(p.path)).names}
+                columns |= set(_schema(f"{uri}/{rel}").names)
+        change.columns = columns | {c for p in change.adds for c in _schema(store.abspath(p.path)).names}
+
+
+def _schema(path: str) -> pa.Schema:
+    fs, where = remote.fs_path(path)
+    return pq.read_schema(where, filesystem=fs)
 
 
 def _any_between(sorted_values: list[str], low: str, high: str) -> bool:
@@ -238,7 +262,7 @@ def _rewrite_without(src: pq.ParquetFile, value_set: pa.Array, out_path: str) ->
             if keep.num_rows == 0:
                 continue
             if writer is None:
-                writer = pq.ParquetWriter(out_path, group.schema, **PARQUET_OPTIONS)
+                writer = open_parquet_writer(out_path, group.schema)
             writer.write_table(keep, row_group_size=keep.num_rows)
     finally:
         if writer is not None:
@@ -264,7 +288,7 @@ def repair(store: Store, record: SnapshotRecord, *, delete_orphans: bool = True)
             continue
         pinned = record.version(d.name)
         if pinned is None:
-            shutil.rmtree(d)
+            store.remove_tree(str(d)) if store.remote else shutil.rmtree(d)
             done.append(f"removed {d.name}/, a table created by a run that did not finish")
             continue
         table = delta.open_table(str(d))
@@ -276,6 +300,13 @@ def repair(store: Store, record: SnapshotRecord, *, delete_orphans: bool = True)
         known = {s.run_id for s in store.snapshots()}
         n = 0
         for d in store.table_dirs(ours):
+            if store.remote:  # listed by prefix: the objects right under the table's folder
+                for name in store.run_files(str(d)):
+                    m = RUN_ID.match(name)
+                    if m and m.group() not in known:
+                        remote.delete_object(f"{d}/{name}")
+                        n += 1
+                continue
             for f in d.iterdir():
                 m = RUN_ID.match(f.name)
                 if m and m.group() not in known and f.is_file():

@@ -37,9 +37,12 @@ class Part:
     def of(cls, root: str, abspath: str) -> "Part":
         import pyarrow.parquet as pq
 
-        meta = pq.read_metadata(abspath)
-        st = os.stat(abspath)
-        return cls(os.path.relpath(abspath, root), meta.num_rows, st.st_size, int(st.st_mtime * 1000),
+        from . import remote
+
+        fs, path = remote.fs_path(abspath)
+        meta = pq.read_metadata(path, filesystem=fs)
+        info = fs.get_file_info(path)
+        return cls(os.path.relpath(abspath, root), meta.num_rows, info.size, int(info.mtime.timestamp() * 1000),
                    file_stats(meta))
 
 
@@ -101,13 +104,19 @@ def table_uri(root: str, table: str) -> str:
 
 
 def is_table(uri: str) -> bool:
+    from . import remote
+
+    if remote.is_url(uri):
+        return "_delta_log" in remote.list_folders(uri)
     return os.path.isdir(os.path.join(uri, "_delta_log"))
 
 
 def open_table(uri: str, version: int | None = None):
     from deltalake import DeltaTable
 
-    return DeltaTable(uri, version=version)
+    from . import remote
+
+    return DeltaTable(uri, version=version, storage_options=remote.delta_options(uri))
 
 
 def properties(metadata: dict):
@@ -131,8 +140,10 @@ def commit_table(uri: str, version: int | None, arrow_schema, adds: list[Part], 
     actions = [AddAction(_in_table(p.path), p.size, {}, p.mtime_ms, True, p.stats) for p in adds]
     props = properties(metadata)
     if version is None:
+        from . import remote
+
         create_table_with_add_actions(uri, Schema.from_arrow(arrow_schema), actions, mode="error",
-                                      commit_properties=props)
+                                      commit_properties=props, storage_options=remote.delta_options(uri))
         return 0
     dt = open_table(uri)
     _add_new_columns(dt, arrow_schema, props)

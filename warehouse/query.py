@@ -20,7 +20,7 @@ from .views import connect
 
 
 def open_existing(root: str | os.PathLike, as_of: int | None = None) -> duckdb.DuckDBPyConnection:
-    root = checks.local_path(root)
+    root = checks.root(root)
     con = connect(root, as_of=as_of)
     interrupt.register(con)  # Ctrl-C stops its queries at once (under the CLI's guard)
     return con

@@ -551,3 +551,120 @@ def walk_objects(url: str) -> Iterator[Entry]:
         yield _listing().objects[normpath(url)]
         return
     yield from entries
+
+
+# --- a warehouse root on object storage ----------------------------------------------
+#
+# ``storage.RemoteStore`` keeps a warehouse under a URL. Files are written and read through
+# ``pyarrow.fs`` as sources are; the one write pyarrow.fs cannot make, a put that fails when the
+# object exists (the snapshot commit point, the writer's lease), goes through ``obstore``: the
+# Python binding of the Rust object_store deltalake itself uses (S3 ``If-None-Match: *``).
+
+
+def fs_path(path: str):
+    """(pyarrow file system, path inside it) for a URL or a local path."""
+    if is_url(path):
+        return filesystem(path)
+    import pyarrow.fs as pafs
+
+    return pafs.LocalFileSystem(), path
+
+
+def delta_options(uri: str) -> dict[str, str] | None:
+    """The storage options deltalake gets for a table at ``uri``: the resolved canonical names
+    (deltalake reads them as they are); None for a local table."""
+    return dict(_resolved()) if is_url(uri) else None
+
+
+def _object_store(url: str):
+    """(obstore store of the bucket, key) for an ``s3://`` URL."""
+    from obstore.store import S3Store
+
+    scheme, bucket, key = split(url)
+    if scheme != "s3":
+        raise UsageError(f"{url}: a warehouse root on {scheme}:// is not supported; the root may be a local "
+                         "directory or an s3:// URL (docs/storage.md)")
+    options = _resolved()
+    kwargs: dict[str, Any] = {}
+    pairs = {"aws_access_key_id": "access_key_id", "aws_secret_access_key": "secret_access_key",
+             "aws_session_token": "session_token", "aws_region": "region", "aws_endpoint_url": "endpoint"}
+    for name, arg in pairs.items():
+        if options.get(name):
+            kwargs[arg] = options[name]
+    if _true(options.get("aws_virtual_hosted_style_request")):
+        kwargs["virtual_hosted_style_request"] = True
+    client = {"allow_http": True} if _true(options.get("aws_allow_http")) else {}
+    cache_key = ("obstore", bucket, tuple(sorted(options.items())))
+    store = _filesystems.get(cache_key)
+    if store is None:
+        store = _filesystems[cache_key] = S3Store(bucket, client_options=client, **kwargs)
+    return store, key
+
+
+def create_object(url: str, data: bytes) -> None:
+    """Put ``data`` at ``url`` unless an object is there already (then FileExistsError): one conditional put."""
+    import obstore
+
+    store, key = _object_store(url)
+    try:
+        obstore.put(store, key, data, mode="create")
+    except Exception as e:  # noqa: BLE001 - obstore's AlreadyExistsError, network and permission errors
+        if type(e).__name__ == "AlreadyExistsError":
+            raise FileExistsError(errno.EEXIST, f"{url}: exists", url) from None
+        raise run_error(url, e) from None
+
+
+def read_object(url: str) -> bytes | None:
+    """The bytes at ``url``; None when there is no object."""
+    fs, path = filesystem(url)
+    try:
+        with fs.open_input_stream(path) as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+    except Exception as e:  # noqa: BLE001
+        raise run_error(url, e) from None
+
+
+def write_object(url: str, data: bytes) -> None:
+    """Put ``data`` at ``url``, replacing what is there."""
+    fs, path = filesystem(url)
+    try:
+        with fs.open_output_stream(path) as f:
+            f.write(data)
+    except Exception as e:  # noqa: BLE001
+        raise run_error(url, e) from None
+
+
+def delete_object(url: str) -> None:
+    fs, path = filesystem(url)
+    try:
+        fs.delete_file(path)
+    except FileNotFoundError:
+        pass
+    except Exception as e:  # noqa: BLE001
+        raise run_error(url, e) from None
+
+
+def list_objects(url: str, *, recursive: bool = False) -> list[tuple[str, int]]:
+    """(name relative to ``url``, size) of the objects under the prefix ``url`` (none when it is empty)."""
+    import pyarrow.fs as pafs
+
+    fs, path = filesystem(url)
+    try:
+        infos = fs.get_file_info(pafs.FileSelector(path, recursive=recursive, allow_not_found=True))
+    except Exception as e:  # noqa: BLE001
+        raise run_error(url, e) from None
+    return [(i.path[len(path) + 1:], i.size) for i in infos if i.type == pafs.FileType.File]
+
+
+def list_folders(url: str) -> list[str]:
+    """The names of the 'folders' (common prefixes) right under ``url``."""
+    import pyarrow.fs as pafs
+
+    fs, path = filesystem(url)
+    try:
+        infos = fs.get_file_info(pafs.FileSelector(path, recursive=False, allow_not_found=True))
+    except Exception as e:  # noqa: BLE001
+        raise run_error(url, e) from None
+    return [i.base_name for i in infos if i.type == pafs.FileType.Directory]

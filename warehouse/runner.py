@@ -104,7 +104,7 @@ def ingest(
     summary = IngestSummary(run_id, root=root)
     if store.root.exists() and not store.root.is_dir():
         raise UsageError(f"--root {root}: exists and is not a directory")
-    created = _first_missing(store.root)
+    created = None if store.remote else _first_missing(store.root)
     trees = trees or {}
     with _said_in_one_line(store, run_id), store.lock(wait=wait, announce=say), \
             _nothing_kept_unless_committed(store, run_id, created):
@@ -140,7 +140,7 @@ def ingest(
             options=settings,
             fast_paths=fast_paths,
             # resolved here: a worker process may not have this process's environment (a forkserver started earlier)
-            storage_options=remote.resolve(storage_options) if any(remote.is_url(p) for p in paths) else {},
+            storage_options=remote.resolve(storage_options) if store.remote or any(map(remote.is_url, paths)) else {},
         )
         results: list[BatchResult] = []
         if work.unreachable:
@@ -189,8 +189,9 @@ def _what_to_read(paths: Sequence[str], existing: list[str], store: Store, catal
     nbytes = 0
     seen: set[str] = set()
     unchanged: set[str] = set()
-    root_dir = os.stat(store.root)
-    for found in walk(existing, suffixes=suffixes, exclude=(root_dir.st_dev, root_dir.st_ino)):
+    root_dir = None if store.remote else os.stat(store.root)  # a local root is never walked as a source
+    exclude = None if root_dir is None else (root_dir.st_dev, root_dir.st_ino)
+    for found in walk(existing, suffixes=suffixes, exclude=exclude):
         if isinstance(found, LoopSkipped):
             summary.notes.append(f"skipped {found.path}: directory already walked (symlink loop or alias of {found.target})")
             continue

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import orjson
 import pyarrow as pa
 
+from . import remote
 from .ingestor import Ingestor
 from .readers import RAW_LIMIT
 from .records import LOCATOR_LIMIT, Record, RecordContext, RecordError, short_locator, short_message, stable_id
@@ -215,7 +216,9 @@ class RecordSink:
             try:
                 w.close()
             finally:
-                if os.path.exists(w.path):
+                if remote.is_url(w.path):
+                    remote.delete_object(w.path)
+                elif os.path.exists(w.path):
                     os.unlink(w.path)
         self.writers.clear()
 

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import orjson
 
+from . import remote
 from .errors import LockedError, StorageError, UsageError
 
 STATE_DIR = ".warehouse"
@@ -92,7 +93,15 @@ class SnapshotRecord:
 
 
 class Store:
-    """A warehouse root."""
+    """A warehouse root: a local directory, or (``RemoteStore``) a URL on object storage."""
+
+    def __new__(cls, root: str | os.PathLike = "."):
+        if cls is Store and isinstance(root, str) and remote.is_url(root):
+            return super().__new__(RemoteStore)
+        return super().__new__(cls)
+
+    #: the root is on object storage (no flock, no fsync, no os.link: see ``RemoteStore``)
+    remote = False
 
     def __init__(self, root: str | os.PathLike):
         self.root = Path(os.path.abspath(root))
@@ -238,24 +247,6 @@ class Store:
                 announce(f"waiting for the ingest holding {path} ({holder}) to finish...")
             fcntl.flock(fd, fcntl.LOCK_EX)
 
-    def _flock(self, fd: int, path: Path, wait: bool, announce) -> None:
-        import fcntl  # POSIX only: imported here so reading a warehouse works where there is no fcntl (Windows)
-
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as e:
-            if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise
-            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
-            if not wait:
-                raise LockedError(
-                    f"{self.root} is being written by {holder}; run again once it has finished, "
-                    "or without --no-wait to wait for it"
-                ) from None
-            if announce:
-                announce(f"waiting for the ingest holding {path} ({holder}) to finish...")
-            fcntl.flock(fd, fcntl.LOCK_EX)
-
     def discard_run(self, run_id: str) -> None:
         """Delete every data file a run wrote (its names start with its id), and folders left empty.
 
@@ -334,3 +325,178 @@ def _fsync_dir(path: Path) -> None:
     finally:
         os.close(fd)
 
+
+
+# --- a root on object storage ------------------------------------------------------------------
+
+#: how long a writer's lease on a remote root lasts without renewal; renewed every third of it
+LEASE_SECONDS = 60.0
+#: how often a waiting writer looks at the lease again
+LEASE_POLL_SECONDS = 1.0
+
+
+class RootURL(str):
+    """A remote root as the rest of the code holds a root: text that joins with ``/``.
+
+    ``exists`` / ``is_dir`` are true, as a bucket prefix has no "not a directory" state:
+    whether a warehouse is there is ``Store.exists`` (a snapshot object)."""
+
+    def __truediv__(self, name: str) -> "RootURL":
+        return RootURL(f"{self}/{name}")
+
+    @property
+    def name(self) -> str:
+        return self.rsplit("/", 1)[-1]
+
+    def exists(self) -> bool:
+        return True
+
+    def is_dir(self) -> bool:
+        return True
+
+
+class RemoteStore(Store):
+    """A warehouse under a URL (``s3://bucket/prefix``): the same layout, written through ``remote``.
+
+    * the snapshot commit point is a conditional put (``remote.create_object``: S3 ``If-None-Match``);
+    * the writer lock is a *lease*: the object ``.warehouse/lock`` created by the same conditional
+      put, holding the holder, its run and an expiry, renewed while the run lasts and deleted at
+      its end; a lease past its expiry (a writer that died) is taken over (docs/storage.md);
+    * nothing is fsync'ed (a put is durable once it returns).
+    """
+
+    remote = True
+
+    def __init__(self, root: str):
+        self.root = RootURL(remote.normpath(root))
+
+    # --- snapshots ---------------------------------------------------------
+
+    def snapshot_numbers(self) -> list[int]:
+        names = [n for n, _ in remote.list_objects(self.state_dir / SNAPSHOTS)]
+        return sorted(int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit())
+
+    def legacy(self) -> bool:
+        return False  # a warehouse of the layout before Delta tables was never on object storage
+
+    def read_snapshot(self, number: int | None = None) -> SnapshotRecord:
+        numbers = self.snapshot_numbers()
+        if number is None:
+            if not numbers:
+                return SnapshotRecord()
+            number = numbers[-1]
+        elif number not in numbers:
+            have = f"{numbers[0]} to {numbers[-1]}" if numbers else "none"
+            raise StorageError(f"{self.root}: no snapshot {number} (snapshots: {have}; `warehouse history` lists them)")
+        url = self.state_dir / SNAPSHOTS / f"{number}.json"
+        data = remote.read_object(url)
+        if data is None:
+            raise StorageError(f"{url}: snapshot {number} is gone")
+        try:
+            return SnapshotRecord.from_json(orjson.loads(data), url)
+        except orjson.JSONDecodeError as e:
+            raise StorageError(f"{url}: corrupt snapshot ({e})") from None
+
+    def write_snapshot(self, record: SnapshotRecord) -> None:
+        remote.create_object(self.state_dir / SNAPSHOTS / f"{record.number}.json",
+                             orjson.dumps(record.to_json(), option=orjson.OPT_INDENT_2))
+
+    # --- tables ------------------------------------------------------------
+
+    def table_uri(self, table: str) -> str:
+        return str(self.root / table)
+
+    def abspath(self, rel: str) -> str:
+        return f"{self.root}/{rel}"
+
+    def rel(self, abspath: str) -> str:
+        return abspath[len(self.root) + 1:]
+
+    def data_path(self, table: str, name: str) -> str:
+        return f"{self.root}/{table}/{name}"  # no folders on a bucket: the put makes the key
+
+    def table_dirs(self, names: set[str] | None = None) -> list[RootURL]:
+        out = []
+        for name in sorted(remote.list_folders(self.root)):
+            if name.startswith(".") or (names is not None and name not in names):
+                continue
+            d = self.root / name
+            if "_delta_log" in remote.list_folders(d) or any(RUN_ID.match(n) for n, _ in remote.list_objects(d)):
+                out.append(d)
+        return out
+
+    def run_files(self, table_dir: str) -> list[str]:
+        """The data files directly in a table folder (names)."""
+        return [n for n, _ in remote.list_objects(table_dir)]
+
+    def remove_tree(self, url: str) -> None:
+        for name, _ in remote.list_objects(url, recursive=True):
+            remote.delete_object(f"{url}/{name}")
+
+    # --- writing -----------------------------------------------------------
+
+    @contextmanager
+    def lock(self, *, wait: bool = True, announce=None):
+        """The writer's lease on the root (see the class); renewed by a thread while the block runs."""
+        import threading
+
+        url = self.lock_path
+        me = {"holder": f"pid {os.getpid()} on {os.uname().nodename}", "token": secrets.token_hex(8)}
+        announced = False
+        while True:
+            me["expires"] = time.time() + LEASE_SECONDS
+            try:
+                remote.create_object(url, orjson.dumps(me))
+                break
+            except FileExistsError:
+                pass
+            held = remote.read_object(url)
+            try:
+                other = orjson.loads(held) if held is not None else None
+            except orjson.JSONDecodeError:
+                other = {"holder": "an unreadable lease", "expires": 0}
+            if other is None:
+                continue  # released since: try again
+            if other.get("expires", 0) < time.time():
+                # A lease past its expiry: its writer stopped renewing (it died). Take it over.
+                remote.delete_object(url)
+                continue
+            holder = other.get("holder", "another writer")
+            if not wait:
+                raise LockedError(
+                    f"{self.root} is being written by {holder}; run again once it has finished, "
+                    "or without --no-wait to wait for it"
+                )
+            if announce and not announced:
+                announce(f"waiting for the ingest holding {url} ({holder}) to finish...")
+                announced = True
+            time.sleep(LEASE_POLL_SECONDS)
+        stop = threading.Event()
+
+        def renew() -> None:
+            while not stop.wait(LEASE_SECONDS / 3):
+                me["expires"] = time.time() + LEASE_SECONDS
+                try:
+                    remote.write_object(url, orjson.dumps(me))
+                except Exception:  # noqa: BLE001 - the next renewal tries again; the snapshot put stays atomic
+                    pass
+
+        renewer = threading.Thread(target=renew, name="warehouse-lease", daemon=True)
+        renewer.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            renewer.join()
+            current = remote.read_object(url)
+            if current is not None and orjson.loads(current).get("token") == me["token"]:
+                remote.delete_object(url)
+
+    def discard_run(self, run_id: str) -> None:
+        for d in self.table_dirs():
+            for name in self.run_files(d):
+                if name.startswith(run_id):
+                    remote.delete_object(f"{d}/{name}")
+
+    def forget(self, *, created: str | None) -> None:
+        pass  # a prefix is no folder: a run that committed nothing leaves no object behind

@@ -63,6 +63,8 @@ def raw_select(table: Table, files: list[str], present: set[str]) -> str:
     select = ",\n       ".join(cols)
     if not files:
         return f"SELECT {select} LIMIT 0"
+    if len(files) == 1 and files[0].startswith(ARROW_SCAN):  # a remote root's files: an Arrow dataset (below)
+        return f"SELECT {select}\nFROM {files[0][len(ARROW_SCAN):]}"
     file_list = "[" + ", ".join(_quote(f) for f in files) + "]"
     return f"SELECT {select}\nFROM read_parquet({file_list}, union_by_name = true)"
 
@@ -75,10 +77,48 @@ def create_raw_views(con: duckdb.DuckDBPyConnection, files: dict[str, list[str]]
         con.execute(f"CREATE OR REPLACE VIEW raw.{table.name} AS {raw_select(table, files.get(table.name, []), present)}")
 
 
+#: marks a "file list" that is an Arrow dataset registered in the connection under the name that follows
+ARROW_SCAN = "arrow-scan:"
+
+
+def register_remote_files(con: duckdb.DuckDBPyConnection, files: dict[str, list[str]]) -> dict[str, list[str]]:
+    """A remote root's tables as DuckDB reads them without httpfs (not installable offline): per table
+    a ``pyarrow.dataset`` over the pinned files through ``pyarrow.fs``, registered in ``con``. DuckDB's
+    Arrow scan pushes projections and filters into the dataset, so columns and row groups not needed
+    are not fetched. Returns the table -> "file list" ``raw_select`` reads (``ARROW_SCAN`` + name)."""
+    import pyarrow.dataset as ds
+
+    from . import remote
+
+    out = {}
+    for name, urls in files.items():
+        if not urls:
+            out[name] = []
+            continue
+        fs, _ = remote.fs_path(urls[0])
+        paths = [remote.fs_path(u)[1] for u in urls]
+        # the union of the files' columns (older files lack columns declared since: read as null)
+        schemas = [ds.dataset(p, filesystem=fs, format="parquet").schema for p in paths]
+        dataset = ds.dataset(paths, filesystem=fs, format="parquet", schema=_unify(schemas))
+        relation = f"_warehouse_arrow_{name}"
+        con.register(relation, dataset)
+        out[name] = [ARROW_SCAN + relation]
+    return out
+
+
+def _unify(schemas):
+    import pyarrow as pa
+
+    return pa.unify_schemas(schemas, promote_options="permissive")
+
+
 def apply_sql_views(con: duckdb.DuckDBPyConnection, path_fields_files: list[str] | None = None) -> None:
     """The views of sql/ and of the formats; ``path_fields_files``: the materialised path_fields, when
     it was made by this very SQL (same rows, no regex over every path)."""
     for path in view_files():
+        if path.name == PATH_FIELDS_SQL and path_fields_files and path_fields_files[0].startswith(ARROW_SCAN):
+            con.execute(f"CREATE OR REPLACE VIEW path_fields AS SELECT * FROM {path_fields_files[0][len(ARROW_SCAN):]}")
+            continue
         if path.name == PATH_FIELDS_SQL and path_fields_files:
             con.execute(
                 "CREATE OR REPLACE VIEW path_fields AS SELECT * FROM read_parquet(["
@@ -118,7 +158,9 @@ class Snapshot:
 
     def missing(self) -> list[str]:
         """The files of this snapshot that are gone (deleted by `warehouse compact` once past its retention)."""
-        return [f for f in self.files if not os.path.exists(f)]
+        from . import remote
+
+        return [f for f in self.files if not remote.exists(f)]
 
 
 def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None,
@@ -128,7 +170,9 @@ def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None,
     record = read_existing_snapshot(store, root, as_of)
     files = pinned_files(store, record)
     if as_of is not None:  # an old snapshot: its files may have been vacuumed (the latest's never are)
-        gone = [f for fs in files.values() for f in fs if not os.path.exists(f)]
+        from . import remote
+
+        gone = [f for fs in files.values() for f in fs if not remote.exists(f)]
         if gone:
             raise StorageError(
                 f"{root}: snapshot {as_of} cannot be read any more: `warehouse compact` deleted {len(gone)} of its "
@@ -138,6 +182,8 @@ def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None,
     con.execute(f"SET GLOBAL dynamic_or_filter_threshold = {PATH_FILTER_LIST_MAX}")
     if threads:
         con.execute(f"SET threads = {int(threads)}")
+    if store.remote:
+        files = register_remote_files(con, files)
     create_raw_views(con, files, record)
     fresh = record.path_fields_sql == path_fields_sql_hash()
     apply_sql_views(con, files.get(PATH_FIELDS) if fresh else None)

@@ -205,6 +205,16 @@ def rows_to_batch(table: Table, rows: list[dict[str, Any]]) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(arrays, schema=table.arrow_schema)
 
 
+def open_parquet_writer(path: str, schema: pa.Schema) -> pq.ParquetWriter:
+    """A ParquetWriter at a local path (its folder made) or at a URL (a remote root: through pyarrow.fs)."""
+    from . import remote
+
+    fs, where = remote.fs_path(path)
+    if not remote.is_url(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    return pq.ParquetWriter(where, schema, filesystem=fs, **PARQUET_OPTIONS)
+
+
 def values_to_batch(table: Table, rows: list[list[Any]]) -> pa.RecordBatch:
     """Validated value lists (RowValidator.values) to one Arrow batch."""
     columns = list(zip(*rows)) if rows else [[] for _ in table.columns]
@@ -262,8 +272,7 @@ class TableWriter:
         if not self._batches:
             return
         if self._writer is None:
-            os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            self._writer = pq.ParquetWriter(self.path, self.schema, **PARQUET_OPTIONS)
+            self._writer = open_parquet_writer(self.path, self.schema)
         table = pa.Table.from_batches(self._batches, schema=self.schema)
         self._writer.write_table(table, row_group_size=len(table))
         self.rows += len(table)

@@ -1,0 +1,116 @@
+"""A warehouse ROOT on object storage (issue 18, part B), against the local S3 API server of test_remote.
+
+Only the standard variables are set (the ``bucket`` fixture): the warehouse's defaults do the rest.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import deltalake
+import orjson
+import pytest
+
+import warehouse
+from warehouse import remote
+from warehouse.storage import Store
+
+from .conftest import Warehouse
+from .test_remote import SAMPLES, assert_same_tables, bucket, put, s3, tables, upload  # noqa: F401 - fixtures
+
+
+def test_samples_from_a_bucket_into_a_bucket_give_the_tables_of_a_local_ingest(s3, bucket, tmp_path):
+    prefix = f"s3://{bucket}/src/prefix"
+    upload(s3, SAMPLES, prefix)
+    remote_wh, local_wh = Warehouse(f"s3://{bucket}/wh"), Warehouse(tmp_path / "local")
+    got = remote_wh.ingest(prefix)
+    want = local_wh.ingest(SAMPLES)
+    assert got.committed and got.files_ingested == want.files_ingested > 50
+    assert (got.records_ingested, got.records_quarantined) == (want.records_ingested, want.records_quarantined)
+    assert_same_tables(tables(remote_wh, prefix, str(SAMPLES)), tables(local_wh, str(SAMPLES), str(SAMPLES)))
+    # the snapshot and the Delta tables are objects in the bucket, nothing on local disk
+    store = Store(f"s3://{bucket}/wh")
+    assert store.remote and store.snapshot_numbers() == [1]
+    assert not (tmp_path / "s3:").exists()
+    # an outside Delta reader sees the rows the views show
+    options = remote.resolve(None)
+    responses = deltalake.DeltaTable(f"s3://{bucket}/wh/responses", storage_options=options).to_pyarrow_table()
+    assert responses.num_rows == remote_wh.one("SELECT count(*) FROM raw.responses")
+    # re-ingest: nothing changed, no new snapshot; the lease is gone after each run
+    again = remote_wh.ingest(prefix)
+    assert not again.committed and store.snapshot_numbers() == [1]
+    assert remote.read_object(store.lock_path) is None
+
+
+def test_a_changed_object_replaces_its_rows_in_a_remote_root_and_prune_drops_a_deleted_one(s3, bucket, tmp_path):
+    prefix = f"s3://{bucket}/src"
+    lines = (SAMPLES / "afterimage" / "conversations_20260112_101500.jsonl").read_bytes().splitlines(keepends=True)
+    put(s3, f"{prefix}/a/conv.jsonl", b"".join(lines[:3]))
+    put(s3, f"{prefix}/b/conv.jsonl", lines[3])
+    w = Warehouse(f"s3://{bucket}/wh")
+    w.ingest(prefix)
+    per_source = "SELECT source_path, count(*) AS n FROM responses GROUP BY 1 ORDER BY 1"
+    first = {r["source_path"].split("/")[-2]: r["n"] for r in w.rows(per_source)}
+    assert set(first) == {"a", "b"}
+    put(s3, f"{prefix}/a/conv.jsonl", lines[4])
+    w.ingest(prefix)
+    second = {r["source_path"].split("/")[-2]: r["n"] for r in w.rows(per_source)}
+    assert second["b"] == first["b"] and second["a"] < first["a"]
+    s3.filesystem().delete_file(f"{bucket}/src/b/conv.jsonl")
+    w.ingest(prefix, prune=True)
+    assert [r["source_path"].split("/")[-2] for r in w.rows(per_source)] == ["a"]
+    assert Store(f"s3://{bucket}/wh").snapshot_numbers() == [1, 2, 3]
+
+
+def test_the_snapshot_put_is_conditional_a_second_create_fails(s3, bucket):
+    url = f"s3://{bucket}/wh/.warehouse/snapshots/1.json"
+    remote.create_object(url, b"first")
+    with pytest.raises(FileExistsError):
+        remote.create_object(url, b"second")
+    assert remote.read_object(url) == b"first"
+
+
+def test_two_writers_on_one_remote_root_both_land(s3, bucket):
+    root = f"s3://{bucket}/wh"
+    for name in ("one", "two"):
+        put(s3, f"s3://{bucket}/{name}/x.jsonl", _line(name))
+    errors = []
+
+    def run(name: str) -> None:
+        try:
+            warehouse.ingest(f"s3://{bucket}/{name}", root, progress=False)
+        except BaseException as e:  # noqa: BLE001 - reported by the assert below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in ("one", "two")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    w = Warehouse(root)
+    assert sorted(r["source_path"].split("/")[-2] for r in w.rows("SELECT DISTINCT source_path FROM responses")) == [
+        "one", "two"]
+    assert Store(root).snapshot_numbers() == [1, 2]
+
+
+def test_a_lease_held_by_another_writer_refuses_no_wait_and_a_stale_one_is_taken_over(s3, bucket):
+    from warehouse.errors import LockedError
+
+    root = f"s3://{bucket}/wh"
+    put(s3, f"s3://{bucket}/src/x.jsonl", _line("p"))
+    store = Store(root)
+    import time
+
+    remote.create_object(store.lock_path, orjson.dumps({"holder": "pid 1 on elsewhere", "token": "t",
+                                                        "expires": time.time() + 3600}))
+    with pytest.raises(LockedError, match="pid 1 on elsewhere"):
+        warehouse.ingest(f"s3://{bucket}/src", root, progress=False, wait=False)
+    remote.write_object(store.lock_path, orjson.dumps({"holder": "a dead writer", "token": "t", "expires": 0}))
+    assert warehouse.ingest(f"s3://{bucket}/src", root, progress=False, wait=False).committed
+    assert remote.read_object(store.lock_path) is None
+
+
+def _line(name: str) -> bytes:
+    """One afterimage conversation (a record every run ingests)."""
+    return (SAMPLES / "afterimage" / "conversations_20260112_101500.jsonl").read_bytes().splitlines(keepends=True)[0]
