@@ -137,18 +137,24 @@ class Store:
         numbers = self.snapshot_numbers()
         if number is None:
             if not numbers:
-                if self.root.exists() and not self.root.is_dir():
-                    raise StorageError(f"{self.root}: not a directory")
+                self._check_root_without_snapshots()
                 return SnapshotRecord()
             number = numbers[-1]
         elif number not in numbers:
             have = f"{numbers[0]} to {numbers[-1]}" if numbers else "none"
             raise StorageError(f"{self.root}: no snapshot {number} (snapshots: {have}; `warehouse history` lists them)")
-        p = self.state_dir / SNAPSHOTS / f"{number}.json"
+        where = self.state_dir / SNAPSHOTS / f"{number}.json"
         try:
-            return SnapshotRecord.from_json(orjson.loads(p.read_bytes()), str(p))
+            return SnapshotRecord.from_json(orjson.loads(self._snapshot_bytes(where, number)), str(where))
         except orjson.JSONDecodeError as e:
-            raise StorageError(f"{p}: corrupt snapshot ({e})") from None
+            raise StorageError(f"{where}: corrupt snapshot ({e})") from None
+
+    def _check_root_without_snapshots(self) -> None:
+        if self.root.exists() and not self.root.is_dir():
+            raise StorageError(f"{self.root}: not a directory")
+
+    def _snapshot_bytes(self, where, number: int) -> bytes:
+        return where.read_bytes()
 
     def snapshots(self) -> list[SnapshotRecord]:
         return [self.read_snapshot(n) for n in self.snapshot_numbers()]
@@ -379,23 +385,14 @@ class RemoteStore(Store):
     def legacy(self) -> bool:
         return False  # a warehouse of the layout before Delta tables was never on object storage
 
-    def read_snapshot(self, number: int | None = None) -> SnapshotRecord:
-        numbers = self.snapshot_numbers()
-        if number is None:
-            if not numbers:
-                return SnapshotRecord()
-            number = numbers[-1]
-        elif number not in numbers:
-            have = f"{numbers[0]} to {numbers[-1]}" if numbers else "none"
-            raise StorageError(f"{self.root}: no snapshot {number} (snapshots: {have}; `warehouse history` lists them)")
-        url = self.state_dir / SNAPSHOTS / f"{number}.json"
-        data = remote.read_object(url)
+    def _check_root_without_snapshots(self) -> None:
+        pass  # a prefix is never a file
+
+    def _snapshot_bytes(self, where, number: int) -> bytes:
+        data = remote.read_object(where)
         if data is None:
-            raise StorageError(f"{url}: snapshot {number} is gone")
-        try:
-            return SnapshotRecord.from_json(orjson.loads(data), url)
-        except orjson.JSONDecodeError as e:
-            raise StorageError(f"{url}: corrupt snapshot ({e})") from None
+            raise StorageError(f"{where}: snapshot {number} is gone")
+        return data
 
     def write_snapshot(self, record: SnapshotRecord) -> None:
         remote.create_object(self.state_dir / SNAPSHOTS / f"{record.number}.json",
