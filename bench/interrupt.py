@@ -31,19 +31,13 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from ingest import corpus as ingest_corpus  # noqa: E402
 from measure import _tree, say  # noqa: E402
 
 
 def corpus(kind: str, args, base: Path) -> Path:
-    """The corpus directory (as bench/ingest.py names it), made by corpora.py when missing."""
-    d = base / (f"inference-{args.files}" if kind == "inference" else f"{kind}-{args.mb:g}mb")
-    spec = [kind, "--files", str(args.files)] if kind == "inference" else [kind, "--mb", str(args.mb)]
-    if not (d / ".complete").exists():
-        shutil.rmtree(d, ignore_errors=True)
-        say(f"writing the {kind} corpus under {d} ...")
-        subprocess.run([sys.executable, str(HERE / "corpora.py"), *spec, "--out", str(d)], check=True)
-        (d / ".complete").touch()
-    return d
+    """The corpus directory, named and made as bench/ingest.py makes it."""
+    return ingest_corpus(kind, args, base)[0]
 
 
 def _start_time(pid: int) -> str | None:

@@ -24,13 +24,13 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ingest import corpus as ingest_corpus  # noqa: E402
 from measure import run, say  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -66,14 +66,9 @@ def child(engine: str, src: str, root: str, out: str, master: str, jobs: int) ->
 
 
 def corpus(kind: str, size: float, base: Path) -> Path:
-    d = base / (f"inference-{int(size)}" if kind == "inference" else f"afterimage-{size:g}mb")
-    spec = ["inference", "--files", str(int(size))] if kind == "inference" else ["afterimage", "--mb", str(size)]
-    if not (d / ".complete").exists():
-        shutil.rmtree(d, ignore_errors=True)
-        say(f"writing the {kind} corpus under {d} ...")
-        subprocess.run([sys.executable, str(HERE / "corpora.py"), *spec, "--out", str(d)], check=True)
-        (d / ".complete").touch()
-    return d
+    """The corpus directory, named and made as bench/ingest.py makes it."""
+    sizes = argparse.Namespace(files=int(size), mb=size)
+    return ingest_corpus(kind, sizes, base)[0]
 
 
 def main() -> None:
