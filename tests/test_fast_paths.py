@@ -136,6 +136,15 @@ def test_a_row_gives_the_same_answer_as_a_jsonl_line_and_as_a_json_file(tmp_path
     assert answers[0] == answers[1]
 
 
+@pytest.mark.parametrize("data", [b"\xef\xbb\xbf", b"\xef\xbb\xbf\n", b"\xef\xbb\xbf\r\n"], ids=["bom", "bom-lf", "bom-crlf"])
+def test_a_file_that_is_only_a_byte_order_mark_is_declined_not_a_crash(tmp_path, data):
+    """Found by the garbage fuzz (tests/test_conservation.py): the line scan indexed past the end
+    of a block holding nothing but a BOM."""
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(data)
+    assert_same(path, tmp_path, DECLINED)
+
+
 def test_crlf_line_ends_stay_on_the_fast_path(tmp_path):
     path = tmp_path / "rows.jsonl"
     path.write_bytes((GOOD + "\r\n").encode() * 3)

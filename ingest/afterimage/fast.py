@@ -198,6 +198,8 @@ def _line_spans(data: bytes, first_line: int) -> tuple[np.ndarray, np.ndarray] |
     ends = newlines if data.endswith(b"\n") else np.append(newlines, len(data))
     # a BOM opens line 1 only (the record path strips it there and nowhere else)
     first = len(BOM) if first_line == 1 and data.startswith(BOM) else 0
+    if first == len(data):  # a BOM and nothing else: no line to map (the record path says what it is)
+        return None
     starts = np.concatenate(([first], newlines[: len(ends) - 1] + 1))
     if not (a[starts] == _OPEN).all():
         return None  # a blank line, or one that is not an object
