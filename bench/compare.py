@@ -6,7 +6,10 @@
 Each commit is checked out once (``git worktree add --detach``) under --work, laid out
 as installed, and run with its checkout first on PYTHONPATH by this interpreter (so
 both use the same installed libraries; formats are found through the current
-install's entry points, so both commits must register the same ones). Runs alternate between the commits, each into a fresh root, so
+install's entry points, so both commits must register the same ones). Commands run
+from --work: ``python -m`` puts the current directory first on sys.path, so from a
+checkout both sides would import that checkout. Runs alternate between the commits
+(the order reversed every round), each into a fresh root, so
 a machine whose load changes during the run treats both alike. Corpora are folders
 made by corpora.py under --corpus-dir (bench/ingest.py makes them). Prints one
 markdown row per corpus and commit: medians of wall time, CPU time (user + system,
@@ -76,22 +79,23 @@ def main() -> None:
     for n in range(a.runs):
         for corpus in a.corpus:
             src = Path(a.corpus_dir) / corpus
-            for rev, tree in trees.items():
+            # alternate the order (before, after / after, before) so a drift in load falls on both alike
+            for rev, tree in (list(trees.items()) if n % 2 == 0 else list(trees.items())[::-1]):
                 env = dict(os.environ, PYTHONPATH=str(tree))
                 cmd = [sys.executable, "-m", "warehouse.cli", "ingest", str(src), "--quiet", "--root"]
                 if a.reingest:
                     root = work / f"root-{corpus}-{tree.name}"
                     if n == 0:
                         shutil.rmtree(root, ignore_errors=True)
-                        run(cmd + [str(root)], env=env)
+                        run(cmd + [str(root)], env=env, cwd=str(work))
                 else:
                     root = work / "root"
                     shutil.rmtree(root, ignore_errors=True)
-                r = run(cmd + [str(root)], env=env)
+                r = run(cmd + [str(root)], env=env, cwd=str(work))
                 if r.returncode != 0:
                     sys.exit(f"{rev} on {corpus} failed:\n{r.stderr}")
                 counted = subprocess.run([sys.executable, "-m", "warehouse.cli", "sql", COUNT, "--root", str(root),
-                                          "--format", "csv"], env=env, capture_output=True, text=True, check=True)
+                                          "--format", "csv"], env=env, cwd=str(work), capture_output=True, text=True, check=True)
                 rows.setdefault((corpus, rev), set()).add(counted.stdout.split()[-1].strip('"'))
                 results.setdefault((corpus, rev), []).append(r)
                 say(f"run {n + 1}: {corpus} at {rev}: {r.seconds:.2f} s wall, {r.cpu_seconds:.2f} s CPU, {r.peak_rss_mb:.0f} MB")

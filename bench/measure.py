@@ -68,34 +68,9 @@ def _become_subreaper() -> bool:
 _SUBREAPER = _become_subreaper()
 
 
-def _reap_orphans() -> None:
-    """Wait for the processes of the tree that outlived the command (reparented here)."""
-    while True:
-        try:
-            os.wait()
-        except ChildProcessError:
-            return
-
-
-def _children_cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
-_PR_SET_CHILD_SUBREAPER = 36
-
-
-def _become_subreaper() -> None:
-    """Orphans of the measured command (a pool's forkserver) are reparented here, not to
-    init, so their CPU time reaches RUSAGE_CHILDREN once they are waited for."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
-
-
 def _reap_orphans(timeout: float = 5.0) -> None:
-    """Wait for what the command left running (a forkserver exits once its parent has)."""
+    """Wait for the processes of the tree that outlived the command (reparented here; a
+    forkserver exits once its parent has), for ``timeout`` seconds at most."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         try:
@@ -112,8 +87,6 @@ def _children_cpu() -> float:
 
 
 def run(cmd: list[str], env: dict | None = None, cwd: str | None = None) -> Run:
-    _become_subreaper()
-    cpu0 = _children_cpu()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
     peak = 0
     done = threading.Event()
