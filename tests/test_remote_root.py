@@ -114,3 +114,30 @@ def test_a_lease_held_by_another_writer_refuses_no_wait_and_a_stale_one_is_taken
 def _line(name: str) -> bytes:
     """One afterimage conversation (a record every run ingests)."""
     return (SAMPLES / "afterimage" / "conversations_20260112_101500.jsonl").read_bytes().splitlines(keepends=True)[0]
+
+
+def test_a_snapshot_of_a_remote_root_knows_its_files_and_which_snapshots_stay_readable(s3, bucket):
+    """The snapshot a connection reads names the objects themselves (not the Arrow scans made of them),
+    so a vanished object is found as missing; and the hint for an unreadable snapshot checks objects."""
+    from warehouse.storage import snapshot_files
+    from warehouse.views import open_snapshot
+
+    prefix, root = f"s3://{bucket}/src", f"s3://{bucket}/wh"
+    lines = (SAMPLES / "afterimage" / "conversations_20260112_101500.jsonl").read_bytes().splitlines(keepends=True)
+    put(s3, f"{prefix}/conv.jsonl", b"".join(lines[:3]))
+    w = Warehouse(root)
+    w.ingest(prefix)
+    put(s3, f"{prefix}/conv.jsonl", lines[3])
+    w.ingest(prefix)
+    con, snapshot = open_snapshot(root)
+    con.close()
+    assert snapshot.files and all(f.startswith(f"s3://{bucket}/wh/") for f in snapshot.files)
+    assert snapshot.missing() == []
+    # what `compact` would vacuum: the files of snapshot 1 that snapshot 2 no longer reads
+    old = {f for fs in snapshot_files(root, as_of=1).values() for f in fs}
+    new = {f for fs in snapshot_files(root).values() for f in fs}
+    assert old - new
+    for url in old - new:
+        s3.filesystem().delete_file(url.removeprefix("s3://"))
+    with pytest.raises(warehouse.StorageError, match="Snapshots 2 to 2 are readable"):
+        warehouse.connect(root, as_of=1)

@@ -176,18 +176,19 @@ def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None,
         if gone:
             raise StorageError(
                 f"{root}: snapshot {as_of} cannot be read any more: `warehouse compact` deleted {len(gone)} of its "
-                f"files (e.g. {os.path.relpath(gone[0], store.root)}). {readable_hint(store)}")
+                f"files (e.g. {store.rel(gone[0])}). {readable_hint(store)}")
     con = duckdb.connect(":memory:")
     # GLOBAL: cursors of this connection (one per call in ``Warehouse``) get it too.
     con.execute(f"SET GLOBAL dynamic_or_filter_threshold = {PATH_FILTER_LIST_MAX}")
     if threads:
         con.execute(f"SET threads = {int(threads)}")
+    # the files themselves (local paths or URLs), before a remote root's are swapped for Arrow scans
+    every = tuple(f for fs in files.values() for f in fs)
     if store.remote:
         files = register_remote_files(con, files)
     create_raw_views(con, files, record)
     fresh = record.path_fields_sql == path_fields_sql_hash()
     apply_sql_views(con, files.get(PATH_FIELDS) if fresh else None)
-    every = tuple(f for fs in files.values() for f in fs)
     return con, Snapshot(str(store.root), record.number, record.run_id, every)
 
 
@@ -209,12 +210,12 @@ def pinned_files(store: Store, record: SnapshotRecord) -> dict[str, list[str]]:
 
 def readable_hint(store: Store) -> str:
     """Which snapshots can still be read (their files all there), for messages about one that cannot."""
-    from . import delta
+    from . import delta, remote
 
     readable = []
     for record in reversed(store.snapshots()):
         try:
-            ok = all(os.path.exists(f) for name, p in record.tables.items()
+            ok = all(remote.exists(f) for name, p in record.tables.items()
                      for f in delta.live_files(store.table_uri(name), p["version"]))
         except Exception:
             ok = False
