@@ -384,3 +384,28 @@ def test_part_statistics_let_readers_skip_files(samples_wh):
     con = duckdb.connect()
     n = con.execute("SELECT count(*) FROM read_parquet(?)", [[str(samples_wh.root / "responses" / a["path"]) for a in actions]]).fetchone()[0]
     assert n == sum(a["num_records"] for a in actions) == samples_wh.one("SELECT count(*) FROM responses")
+
+
+def test_file_statistics_bound_only_what_readers_compare_exactly(tmp_path):
+    """min / max for plain integers and short strings only: a timestamp is an INT64 in Parquet
+    but Delta keeps milliseconds (a truncated max would skip a matching file), a float's NaN
+    falls outside Parquet's min / max, a nested column has no single value, and a string over
+    the limit would need cutting."""
+
+    import pyarrow.parquet as pq
+
+    from warehouse.delta import STATS_STRING_MAX, file_stats
+
+    t = pa.table({
+        "n": pa.array([3, 1], pa.int64()),
+        "s": ["b", "a"],
+        "ts": pa.array([dt.datetime(2026, 1, 1, 0, 0, 0, 123456, tzinfo=dt.timezone.utc)] * 2, pa.timestamp("us", tz="UTC")),
+        "f": [0.5, float("nan")],
+        "nested": [{"x": 1}, {"x": 2}],
+        "long": ["x" * (STATS_STRING_MAX + 1), "y"],
+    })
+    pq.write_table(t, tmp_path / "p.parquet")
+    stats = json.loads(file_stats(pq.ParquetFile(tmp_path / "p.parquet").metadata))
+    assert stats["numRecords"] == 2
+    assert stats["minValues"] == {"n": 1, "s": "a"} and stats["maxValues"] == {"n": 3, "s": "b"}
+    assert stats["nullCount"]["ts"] == 0

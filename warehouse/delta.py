@@ -50,8 +50,8 @@ def file_stats(meta) -> str:
     """Delta statistics (``numRecords``, ``minValues``, ``maxValues``, ``nullCount``) from a Parquet footer.
 
     Only top-level integer and string columns get min / max, and only when every row group
-    has them (Parquet leaves out a value too long rather than cut it): floats (NaN is outside Parquet's min / max but counts in Spark's
-    comparisons), timestamps (Delta keeps milliseconds: a truncated max would skip a file
+    has them (Parquet leaves out a value too long rather than cut it): floats (NaN is outside
+    Parquet's min / max but counts in Spark's comparisons), timestamps (Delta keeps milliseconds: a truncated max would skip a file
     that matches) and nested columns get none, which a reader treats as "may match".
     """
     schema = meta.schema
@@ -64,7 +64,10 @@ def file_stats(meta) -> str:
         if "." in col.path:  # a nested column's leaf
             continue
         top[i] = col
-    usable = {i for i, c in top.items() if c.physical_type in _INT_TYPES or c.logical_type.type == "STRING"}
+    # a timestamp or date is an INT32/INT64 too: only plain integers (no logical type, or INT) count
+    usable = {i for i, c in top.items()
+              if (c.physical_type in _INT_TYPES and c.logical_type.type in ("NONE", "INT"))
+              or c.logical_type.type == "STRING"}
     for i, col in top.items():
         lo = hi = None
         exact = i in usable
