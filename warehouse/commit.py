@@ -1,4 +1,5 @@
-"""Making a run's work live: one Delta version per table, then one warehouse snapshot.
+"""Making a run's work live: one Delta version per table (one more where a newly declared column joins
+the schema), then one warehouse snapshot.
 
 What a run hands over (``Changes``) says what it did, not how it is stored: the new
 catalog rows, the sources whose bytes were the same, the sources pruned, and the
@@ -35,7 +36,7 @@ import pyarrow.parquet as pq
 from . import delta, remote
 from .catalog import Catalog
 from .delta import Part
-from .storage import RUN_ID, SnapshotRecord, Store
+from .storage import RUN_ID, SnapshotRecord, Store, fsync
 from .tables import SOURCES, TABLES
 from .views import PATH_FIELDS, materialize_path_fields, path_fields_sql_hash
 from .worker import BatchResult
@@ -128,10 +129,10 @@ def commit(store: Store, record: SnapshotRecord, catalog: Catalog, changes: Chan
     if not store.remote:  # a put is durable once it returns; local files are synced before the commit
         for change in plan:
             for part in change.adds:
-                _fsync(store.abspath(part.path))
+                fsync(store.abspath(part.path))
 
     new = SnapshotRecord(
-        number=(store.snapshot_numbers() or [0])[-1] + 1,
+        number=record.number + 1,  # under the lock, the latest is the one this run started from
         time=dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
         run_id=run_id,
         operation="ingest",
@@ -334,11 +335,3 @@ def _sigint_deferred() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
     if caught:
         raise KeyboardInterrupt
-
-
-def _fsync(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -102,10 +102,6 @@ def file_stats(meta) -> str:
     ).decode()
 
 
-def table_uri(root: str, table: str) -> str:
-    return os.path.join(root, table)
-
-
 def is_table(uri: str) -> bool:
     from . import remote
 

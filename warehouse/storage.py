@@ -301,7 +301,7 @@ def create_if_absent(path: Path, data: bytes) -> None:
         os.link(tmp, path)  # fails if path exists: never overwrites
     finally:
         tmp.unlink(missing_ok=True)
-    _fsync_dir(path.parent)
+    fsync(path.parent)
 
 
 def snapshot_files(root: str | os.PathLike, *, as_of: int | None = None) -> dict[str, list[str]]:
@@ -324,7 +324,8 @@ def _rmdir_if_empty(path: Path) -> None:
         pass
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync(path: str | os.PathLike) -> None:
+    """Make a file's data, or a directory's entries, durable."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
