@@ -141,3 +141,37 @@ def test_a_snapshot_of_a_remote_root_knows_its_files_and_which_snapshots_stay_re
         s3.filesystem().delete_file(url.removeprefix("s3://"))
     with pytest.raises(warehouse.StorageError, match="Snapshots 2 to 2 are readable"):
         warehouse.connect(root, as_of=1)
+
+
+@pytest.mark.parametrize("where", ["local", "bucket"])
+def test_a_large_file_whose_mtime_moved_is_unchanged_and_its_pieces_files_are_deleted(s3, bucket, tmp_path,
+                                                                                      monkeypatch, where):
+    """A file read in pieces whose bytes are the catalogued ones (only its mtime moved) keeps its rows;
+    the files its pieces wrote are deleted, from a local root and from a bucket alike."""
+    import os
+
+    import pyarrow.fs as pafs
+
+    import warehouse.pieces as pieces
+
+    monkeypatch.setattr(pieces, "CHUNK_BYTES", 4096)
+    big = tmp_path / "src" / "big.jsonl"
+    big.parent.mkdir()
+    big.write_bytes(b"".join(p.read_bytes() for p in sorted((SAMPLES / "afterimage").rglob("*.jsonl"))) * 5)
+    root = str(tmp_path / "wh") if where == "local" else f"s3://{bucket}/wh"
+    w = Warehouse(root)
+    first = w.ingest(big.parent)
+    before = w.rows("SELECT * FROM responses ORDER BY response_id")
+    st = big.stat()
+    os.utime(big, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    again = w.ingest(big.parent)
+    assert first.records_ingested > 20 and again.files_unchanged == 1 and again.records_ingested == 0
+    assert w.rows("SELECT * FROM responses ORDER BY response_id") == before
+    if where == "local":
+        names = [str(p) for p in (tmp_path / "wh").rglob("*")]
+    else:
+        found = s3.filesystem().get_file_info(pafs.FileSelector(f"{bucket}/wh", recursive=True))
+        names = [f.path for f in found]
+    # the run rewrote the catalog (the new mtime) and nothing else: no data file of its pieces is left
+    ours = [n for n in names if again.run_id in n]
+    assert ours and {n.split("/wh/")[1].split("/")[0] for n in ours} <= {"sources", "path_fields"}, ours

@@ -11,9 +11,9 @@ rows of a file's pieces into the file's one row once the pass knows its digest.
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Iterator, Sequence
 
+from . import remote
 from .dependencies import DependsOn
 from .ingestor import Ingestor
 from .readers import open_source
@@ -102,7 +102,7 @@ def merge_pieces(results: list[BatchResult], scans: list[FileScan], root: str) -
             for r in results:
                 if r.piece_of == path:
                     for part in r.parts.values():
-                        os.unlink(os.path.join(root, part.path))
+                        remote.delete(f"{root}/{part.path}")  # a local root or a URL alike
                     r.parts, r.records_ingested, r.records_quarantined = {}, 0, 0
             merged.unchanged.append((path, scan.mtime_ns))
             continue

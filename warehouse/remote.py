@@ -636,6 +636,17 @@ def write_object(url: str, data: bytes) -> None:
         raise run_error(url, e) from None
 
 
+def delete(path: str) -> None:
+    """Delete a file the run wrote, a local path or an object's URL; one already gone is fine."""
+    if is_url(path):
+        delete_object(path)
+    else:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+
+
 def delete_object(url: str) -> None:
     fs, path = filesystem(url)
     try:

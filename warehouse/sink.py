@@ -10,7 +10,6 @@ Each table gets one Parquet file per batch, named by the run and the batch.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import orjson
@@ -216,10 +215,7 @@ class RecordSink:
             try:
                 w.close()
             finally:
-                if remote.is_url(w.path):
-                    remote.delete_object(w.path)
-                elif os.path.exists(w.path):
-                    os.unlink(w.path)
+                remote.delete(w.path)
         self.writers.clear()
 
     # --- inside -------------------------------------------------------------------------
