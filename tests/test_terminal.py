@@ -163,7 +163,7 @@ def test_sql_reads_the_query_from_a_file_or_stdin(root, tmp_path):
 
 #: a root on a scheme no command supports; tokenize and export take no remote root yet
 ROOT_SCHEME = "a warehouse root may be a local directory or an s3:// URL"
-NOT_YET = "object storage is not supported yet: give a local directory"
+NOT_YET = "this command does not take object storage yet: give a local directory"
 
 
 @pytest.mark.parametrize("command, message", [

@@ -33,11 +33,11 @@ def option(name: str) -> str:
 
 
 def local_path(path: str | os.PathLike, name: str = "root") -> str:
-    """A local path, never a URL (object storage is not supported yet)."""
+    """A local path, never a URL (for the commands that do not take an object-storage root yet)."""
     text = os.fspath(path)
     if isinstance(text, str) and URL.match(text):
         raise UsageError(
-            f"{option(name)} {text}: a URL; object storage is not supported yet: give a local directory "
+            f"{option(name)} {text}: a URL; this command does not take object storage yet: give a local directory "
             "(copy the data down first, or mount the bucket)"
         )
     return os.fsdecode(text)

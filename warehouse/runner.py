@@ -93,8 +93,9 @@ def ingest(
     if not paths:
         raise UsageError("no paths to ingest")
     remote.configure(storage_options, new_run=True)
+    existing = [p for p in paths if remote.exists(p)]  # once: on object storage each is a request
     for p in paths:
-        if not remote.exists(p) and not prune:
+        if p not in existing and not prune:
             what = "no object at or under it" if remote.is_url(p) else "no such file or directory"
             raise UsageError(f"{p}: {what} (if it was ingested and is gone, --prune removes its rows)")
     store = Store(root)
@@ -116,13 +117,12 @@ def ingest(
         suffixes = tuple(sorted(set(JSON_SUFFIXES) | {s for i in ingestors for s in i.suffixes}))
         if format is not None:
             suffixes = next(i for i in ingestors if i.name == format).suffixes
-        existing = [p for p in paths if remote.exists(p)]
         for p in paths:
             if p not in existing and not catalog.covers(p):
                 raise UsageError(f"{p}: no such file or directory, and no catalogued file was under it")
         # Once the walk has found work enough for a pool, its forkserver starts importing alongside.
         warm = (lambda: start_forkserver(registry)) if engine == "local" and _jobs(jobs) > 1 else None
-        work = _what_to_read(paths, existing, store, catalog, summary, suffixes, format, settings, trees or {}, warm)
+        work = _what_to_read(paths, existing, store, catalog, summary, suffixes, format, settings, trees, warm)
         gone = work.gone
         if prune:
             summary.files_removed = len(gone)

@@ -13,8 +13,8 @@ Delta commits one table at a time; a *warehouse snapshot* pins every table's ver
 once, and is written (``create_if_absent``) only after every table of a run committed.
 ``warehouse.connect`` reads the tables as a snapshot pins them, so a run that dies
 between two table commits is invisible to it; the next run repairs the tables
-(``commit.repair``). A root is a string (a local directory today): every access to it is
-in this module and ``delta.py``, so that it can become a URL.
+(``commit.repair``). A root is a local directory (``Store``) or an ``s3://`` URL
+(``RemoteStore``: snapshots and the writer's lease by conditional puts, through ``remote.py``).
 """
 
 from __future__ import annotations
