@@ -106,7 +106,8 @@ def test_a_lease_held_by_another_writer_refuses_no_wait_and_a_stale_one_is_taken
                                                         "expires": time.time() + 3600}))
     with pytest.raises(LockedError, match="pid 1 on elsewhere"):
         warehouse.ingest(f"s3://{bucket}/src", root, progress=False, wait=False)
-    remote.write_object(store.lock_path, orjson.dumps({"holder": "a dead writer", "token": "t", "expires": 0}))
+    remote.replace_object(store.lock_path, orjson.dumps({"holder": "a dead writer", "token": "t", "expires": 0}),
+                          remote.read_versioned(store.lock_path)[1])
     assert warehouse.ingest(f"s3://{bucket}/src", root, progress=False, wait=False).committed
     assert orjson.loads(remote.read_object(store.lock_path))["released"]
 

@@ -29,6 +29,8 @@ of it (``seek`` + ``read``) is one ranged read.
 **Errors** become ``ObjectStoreError`` (a run cannot go on: no such bucket, bad
 credentials, unreachable endpoint) or, for one object, an ``OSError`` whose
 message names the object and says what to check; never a pyarrow or AWS SDK traceback.
+A write into a remote root (a Delta commit, a Parquet put) that the store refuses is
+turned into the same one line by ``writing_root``, naming the key the library reports.
 """
 
 from __future__ import annotations
@@ -596,9 +598,11 @@ def walk_objects(url: str) -> Iterator[Entry]:
 # --- a warehouse root on object storage ----------------------------------------------
 #
 # ``storage.RemoteStore`` keeps a warehouse under a URL. Files are written and read through
-# ``pyarrow.fs`` as sources are; the one write pyarrow.fs cannot make, a put that fails when the
-# object exists (the snapshot commit point, the writer's lease), goes through ``obstore``: the
-# Python binding of the Rust object_store deltalake itself uses (S3 ``If-None-Match: *``).
+# ``pyarrow.fs`` as sources are; the writes pyarrow.fs cannot make, conditional puts, go through
+# ``obstore``: the Python binding of the Rust object_store deltalake itself uses. ``create_object``
+# fails when the object exists (S3 ``If-None-Match: *``: the snapshot commit point, a new lease);
+# ``replace_object`` fails when it is not the version read (``If-Match: <ETag>``: every other
+# change to the lease). There is no unconditional overwrite of a state object here.
 
 
 def fs_path(path: str):
@@ -695,16 +699,6 @@ def read_object(url: str) -> bytes | None:
             return f.read()
     except FileNotFoundError:
         return None
-    except Exception as e:  # noqa: BLE001
-        raise run_error(url, e) from None
-
-
-def write_object(url: str, data: bytes) -> None:
-    """Put ``data`` at ``url``, replacing what is there."""
-    fs, path = filesystem(url)
-    try:
-        with fs.open_output_stream(path) as f:
-            f.write(data)
     except Exception as e:  # noqa: BLE001
         raise run_error(url, e) from None
 
