@@ -301,7 +301,7 @@ def repair(store: Store, record: SnapshotRecord, *, delete_orphans: bool = True)
             if table.version() > pinned:
                 table.restore(pinned, commit_properties=delta.properties(
                     {"warehouse_operation": "repair", "warehouse_snapshot": record.number}))
-            done.append(f"restored {d.name} to version {pinned} (snapshot {record.number})")
+                done.append(f"restored {d.name} to version {pinned} (snapshot {record.number})")
     if delete_orphans:
         known = {s.run_id for s in store.snapshots()}
         n = 0
