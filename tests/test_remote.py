@@ -53,6 +53,9 @@ def bucket(s3, monkeypatch):
         monkeypatch.setenv(name, value)
     name = f"test-{os.getpid()}-{next(_buckets)}"
     s3.filesystem().create_dir(name)
+    # the storage options an earlier test's run left in this process (another server's, when a
+    # module importing these fixtures started its own) are forgotten: the environment's apply
+    remote.configure(None, new_run=True)
     return name
 
 

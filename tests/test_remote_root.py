@@ -39,7 +39,7 @@ def test_samples_from_a_bucket_into_a_bucket_give_the_tables_of_a_local_ingest(s
     # re-ingest: nothing changed, no new snapshot; the lease is gone after each run
     again = remote_wh.ingest(prefix)
     assert not again.committed and store.snapshot_numbers() == [1]
-    assert remote.read_object(store.lock_path) is None
+    assert orjson.loads(remote.read_object(store.lock_path))["released"]
 
 
 def test_a_changed_object_replaces_its_rows_in_a_remote_root_and_prune_drops_a_deleted_one(s3, bucket, tmp_path):
@@ -106,9 +106,10 @@ def test_a_lease_held_by_another_writer_refuses_no_wait_and_a_stale_one_is_taken
                                                         "expires": time.time() + 3600}))
     with pytest.raises(LockedError, match="pid 1 on elsewhere"):
         warehouse.ingest(f"s3://{bucket}/src", root, progress=False, wait=False)
-    remote.write_object(store.lock_path, orjson.dumps({"holder": "a dead writer", "token": "t", "expires": 0}))
+    remote.replace_object(store.lock_path, orjson.dumps({"holder": "a dead writer", "token": "t", "expires": 0}),
+                          remote.read_versioned(store.lock_path)[1])
     assert warehouse.ingest(f"s3://{bucket}/src", root, progress=False, wait=False).committed
-    assert remote.read_object(store.lock_path) is None
+    assert orjson.loads(remote.read_object(store.lock_path))["released"]
 
 
 def _line(name: str) -> bytes:

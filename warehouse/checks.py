@@ -4,15 +4,16 @@
 passes its options through unchecked (an option and its parameter have the same
 name), so Python callers get the same checks and the same messages. A message
 names the option (``--max-record-mb``), which is also the parameter's name.
-Imports nothing heavy: ``warehouse --help`` stays fast.
+Imports nothing heavy: ``warehouse --help`` stays fast. URLs are read as ``remote`` reads them
+(``remote.is_url``, ``remote.split``): one definition of a URL.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from typing import Any
 
+from . import remote  # (imports nothing heavy either: pyarrow and obstore only inside its functions)
 from .errors import UsageError
 
 #: what ``warehouse sql --format`` / ``warehouse.sql(format=...)`` writes (``warehouse.output``)
@@ -23,10 +24,6 @@ STATS_FORMATS = ("table", "json")
 #: where ``warehouse ingest --engine`` / ``warehouse.ingest(engine=...)`` runs the batches
 ENGINES = ("local", "spark")
 
-#: a URL scheme (s3://, gs://, https://, file://): not a local directory
-URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-
-
 def option(name: str) -> str:
     """``max_record_mb`` -> ``--max-record-mb``: how a message names a parameter."""
     return "--" + name.replace("_", "-")
@@ -35,7 +32,7 @@ def option(name: str) -> str:
 def local_path(path: str | os.PathLike, name: str = "root") -> str:
     """A local path, never a URL (for the commands that do not take an object-storage root yet)."""
     text = os.fspath(path)
-    if isinstance(text, str) and URL.match(text):
+    if remote.is_url(text):
         raise UsageError(
             f"{option(name)} {text}: a URL; this command does not take object storage yet: give a local directory "
             "(copy the data down first, or mount the bucket)"
@@ -50,12 +47,12 @@ ROOT_SCHEMES = ("s3",)
 def root(path: str | os.PathLike, name: str = "root") -> str:
     """A warehouse root: a local path, or an ``s3://bucket/prefix`` URL (docs/storage.md)."""
     text = os.fspath(path)
-    if isinstance(text, str) and URL.match(text):
-        scheme, _, rest = text.partition("://")
-        if scheme.lower() not in ROOT_SCHEMES:
+    if remote.is_url(text):
+        scheme, bucket, _ = remote.split(text)
+        if scheme not in ROOT_SCHEMES:
             raise UsageError(f"{option(name)} {text}: a warehouse root may be a local directory or an s3:// URL, "
-                             f"not {scheme}:// (docs/storage.md)")
-        if not rest.split("/", 1)[0]:
+                             f"not {text.partition('://')[0]}:// (docs/storage.md)")
+        if not bucket:
             raise UsageError(f"{option(name)} {text}: no bucket named (expected s3://BUCKET/PREFIX)")
         return text
     return os.fsdecode(text)

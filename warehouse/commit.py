@@ -36,7 +36,7 @@ import pyarrow.parquet as pq
 from . import delta, remote
 from .catalog import Catalog
 from .delta import Part
-from .storage import RUN_ID, SnapshotRecord, Store, fsync
+from .storage import RUN_ID, LeaseLost, SnapshotRecord, Store, fsync
 from .tables import SOURCES, TABLES
 from .views import PATH_FIELDS, materialize_path_fields, path_fields_sql_hash
 from .worker import BatchResult
@@ -175,11 +175,15 @@ def commit_plan(store: Store, record: SnapshotRecord, new: SnapshotRecord, plan:
             for c in plan:
                 version = c.version
                 if version is None or c.adds or c.removes:
+                    store.check_lock()  # a run whose lease on a remote root was taken over stops here
                     version = delta.commit_table(store.table_uri(c.name), c.version, c.schema, c.adds, c.removes, meta)
                 new.tables[c.name] = {"version": version, "columns": sorted(c.columns, key=_order(c.schema))}
             for name, pinned in record.tables.items():  # tables no longer declared keep their pin
                 new.tables.setdefault(name, pinned)
+            store.check_lock()
             store.write_snapshot(new)
+        except LeaseLost:
+            raise  # the root is another run's now: it repairs the tables (its open_for_writing), not this one
         except BaseException:
             repair(store, record, delete_orphans=False)
             raise
@@ -292,11 +296,12 @@ def repair(store: Store, record: SnapshotRecord, *, delete_orphans: bool = True)
             store.remove_tree(str(d)) if store.remote else shutil.rmtree(d)
             done.append(f"removed {d.name}/, a table created by a run that did not finish")
             continue
-        table = delta.open_table(str(d))
-        if table.version() > pinned:
-            table.restore(pinned, commit_properties=delta.properties(
-                {"warehouse_operation": "repair", "warehouse_snapshot": record.number}))
-            done.append(f"restored {d.name} to version {pinned} (snapshot {record.number})")
+        with remote.writing_root(str(d)):
+            table = delta.open_table(str(d))
+            if table.version() > pinned:
+                table.restore(pinned, commit_properties=delta.properties(
+                    {"warehouse_operation": "repair", "warehouse_snapshot": record.number}))
+                done.append(f"restored {d.name} to version {pinned} (snapshot {record.number})")
     if delete_orphans:
         known = {s.run_id for s in store.snapshots()}
         n = 0

@@ -133,6 +133,14 @@ def commit_table(uri: str, version: int | None, arrow_schema, adds: list[Part], 
     beyond it only by versions of the same content (``commit.repair``'s restores): the writer
     lock keeps other runs out, and the tables are written by the warehouse alone.
     """
+    from . import remote
+
+    with remote.writing_root(uri):  # a store's refusal as one line naming the object, not a Rust error chain
+        return _commit_table(uri, version, arrow_schema, adds, removes, metadata)
+
+
+def _commit_table(uri: str, version: int | None, arrow_schema, adds: list[Part], removes: list[str],
+                  metadata: dict) -> int:
     from deltalake import Schema
     from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 

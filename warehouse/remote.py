@@ -29,6 +29,8 @@ of it (``seek`` + ``read``) is one ranged read.
 **Errors** become ``ObjectStoreError`` (a run cannot go on: no such bucket, bad
 credentials, unreachable endpoint) or, for one object, an ``OSError`` whose
 message names the object and says what to check; never a pyarrow or AWS SDK traceback.
+A write into a remote root (a Delta commit, a Parquet put) that the store refuses is
+turned into the same one line by ``writing_root``, naming the key the library reports.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import os
 import posixpath
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,6 +83,8 @@ WHAT_TO_CHECK = (
     "check the credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or --storage-option), "
     "the endpoint (AWS_ENDPOINT_URL) and that they may read the bucket"
 )
+#: the same, for a write into a warehouse root
+WHAT_TO_CHECK_WRITING = WHAT_TO_CHECK.replace("may read the bucket", "may read and write the bucket")
 
 
 # --- URLs as paths ------------------------------------------------------------------
@@ -252,36 +257,53 @@ def filesystem(url: str):
 
 def _first_line(e: BaseException, options: Mapping[str, str]) -> str:
     text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    text = text.split(": <?xml", 1)[0]  # obstore appends the response body (XML) to the status line
     text = re.sub(r"\s*\(Request ID: [^)]*\)", "", text)
     return scrub(text, options)
 
 
-def explain(url: str, e: BaseException) -> tuple[str, str]:
+#: where the libraries name the object a request was for: obstore ("for path K:"), pyarrow ("key 'K'")
+_KEY_IN_MESSAGE = re.compile(r"for path ([^\s:]+)|key '([^']+)'")
+
+
+def _object_of(url: str, e: BaseException) -> str:
+    """The URL of the object a failed request was for: the one the library's message names (a Delta
+    commit fails on ``<table>/_delta_log/<N>.json``, not on the table's URL), else ``url``."""
+    m = _KEY_IN_MESSAGE.search(str(e))
+    if m is None:
+        return url
+    scheme, bucket, _ = split(url)
+    return f"{scheme}://{bucket}/{m.group(1) or m.group(2)}"
+
+
+def explain(url: str, e: BaseException, *, writing: bool = False) -> tuple[str, str]:
     """(kind, message) for a failed request on ``url``: what went wrong and what to check."""
     options = _resolved()
     text = str(e)
+    url = _object_of(url, e)
     _, bucket, key = split(url)
     endpoint = options.get("aws_endpoint_url") or "the provider's default endpoint"
+    check = WHAT_TO_CHECK_WRITING if writing else WHAT_TO_CHECK
     if "NO_SUCH_BUCKET" in text or "NoSuchBucket" in text:
         return "bucket", f"{url}: no such bucket {bucket!r} at {endpoint} (check the bucket name and AWS_ENDPOINT_URL)"
     if any(s in text for s in ("ACCESS_DENIED", "INVALID_ACCESS_KEY_ID", "SIGNATURE_DOES_NOT_MATCH", "InvalidAccessKeyId",
                                "SignatureDoesNotMatch", "AccessDenied", "Forbidden", "403", "EXPIRED_TOKEN",
                                "UNRECOGNIZED_CLIENT", "INVALID_CLIENT_TOKEN_ID", "MISSING_AUTHENTICATION_TOKEN")):
-        return "denied", (f"{url}: access denied (bucket {bucket!r}, key {key!r}): {WHAT_TO_CHECK} "
+        return "denied", (f"{url}: access denied (bucket {bucket!r}, key {key!r}): {check} "
                           f"[{_first_line(e, options)}]")
     if any(s in text for s in ("NETWORK_CONNECTION", "curlCode", "Could not resolve host", "Couldn't connect",
-                               "Connection refused", "Timeout", "timed out")):
+                               "Connection refused", "Timeout", "timed out", "error sending request")):
         return "network", (f"{url}: cannot reach {endpoint}: check AWS_ENDPOINT_URL (or --storage-option "
                            "aws_endpoint_url) and the network")
     if isinstance(e, FileNotFoundError):
         return "missing", f"{url}: no such object (bucket {bucket!r}, key {key!r})"
-    return "other", f"{url}: {_first_line(e, options)} ({WHAT_TO_CHECK})"
+    return "other", f"{url}: {_first_line(e, options)} ({check})"
 
 
-def run_error(url: str, e: BaseException) -> ObjectStoreError:
-    """The error that stops a run (the listing of a given URL failed)."""
-    _, message = explain(url, e)
-    _, bucket, key = split(url)
+def run_error(url: str, e: BaseException, *, writing: bool = False) -> ObjectStoreError:
+    """The error that stops a run (the listing of a given URL failed, a write into a remote root failed)."""
+    _, message = explain(url, e, writing=writing)
+    _, bucket, key = split(_object_of(url, e))
     return ObjectStoreError(message, bucket=bucket, key=key)
 
 
@@ -290,6 +312,26 @@ def object_error(url: str, e: BaseException) -> OSError:
     kind, message = explain(url, e)
     code = {"missing": errno.ENOENT, "denied": errno.EACCES, "bucket": errno.ENOENT}.get(kind, errno.EIO)
     return OSError(code, message, url)  # filename: the URL, so a caller can tell it from a local fault
+
+
+@contextmanager
+def writing_root(url: str) -> Iterator[None]:
+    """Any failure of the block (a Delta commit, a Parquet write through pyarrow.fs) on the remote
+    ``url`` as one ObjectStoreError naming the bucket and key and what to check, never a Rust or
+    AWS SDK traceback; local paths' errors pass through as they are."""
+    try:
+        yield
+    except (ObjectStoreError, UsageError, KeyboardInterrupt):
+        raise
+    except Exception as e:  # noqa: BLE001 - deltalake's DeltaError / OSError, pyarrow's OSError, obstore's errors
+        if not is_url(url) or (isinstance(e, OSError) and is_url(e.filename)) or not from_store(e):
+            raise
+        raise run_error(url, e, writing=True) from None
+
+
+def from_store(e: BaseException) -> bool:
+    """An error a request to the store raised (not a fault of our own code, which must keep its traceback)."""
+    return isinstance(e, OSError) or type(e).__module__.split(".")[0] in ("deltalake", "obstore", "pyarrow")
 
 
 # --- listings ----------------------------------------------------------------------
@@ -556,9 +598,11 @@ def walk_objects(url: str) -> Iterator[Entry]:
 # --- a warehouse root on object storage ----------------------------------------------
 #
 # ``storage.RemoteStore`` keeps a warehouse under a URL. Files are written and read through
-# ``pyarrow.fs`` as sources are; the one write pyarrow.fs cannot make, a put that fails when the
-# object exists (the snapshot commit point, the writer's lease), goes through ``obstore``: the
-# Python binding of the Rust object_store deltalake itself uses (S3 ``If-None-Match: *``).
+# ``pyarrow.fs`` as sources are; the writes pyarrow.fs cannot make, conditional puts, go through
+# ``obstore``: the Python binding of the Rust object_store deltalake itself uses. ``create_object``
+# fails when the object exists (S3 ``If-None-Match: *``: the snapshot commit point, a new lease);
+# ``replace_object`` fails when it is not the version read (``If-Match: <ETag>``: every other
+# change to the lease). There is no unconditional overwrite of a state object here.
 
 
 def fs_path(path: str):
@@ -601,16 +645,49 @@ def _object_store(url: str):
     return store, key
 
 
-def create_object(url: str, data: bytes) -> None:
-    """Put ``data`` at ``url`` unless an object is there already (then FileExistsError): one conditional put."""
+class Superseded(Exception):
+    """A conditional update refused: the object is not the version it was read as (another writer changed it)."""
+
+
+def create_object(url: str, data: bytes) -> str | None:
+    """Put ``data`` at ``url`` unless an object is there already (then FileExistsError): one conditional put.
+    Returns the new object's ETag (what a later ``replace_object`` is conditional on)."""
     import obstore
 
     store, key = _object_store(url)
     try:
-        obstore.put(store, key, data, mode="create")
+        return obstore.put(store, key, data, mode="create")["e_tag"]
     except Exception as e:  # noqa: BLE001 - obstore's AlreadyExistsError, network and permission errors
         if type(e).__name__ == "AlreadyExistsError":
             raise FileExistsError(errno.EEXIST, f"{url}: exists", url) from None
+        raise run_error(url, e, writing=True) from None
+
+
+def replace_object(url: str, data: bytes, e_tag: str) -> str | None:
+    """Put ``data`` at ``url`` only if the object there still has ETag ``e_tag`` (S3 ``If-Match``);
+    ``Superseded`` when it changed or is gone. Returns the new ETag."""
+    import obstore
+
+    store, key = _object_store(url)
+    try:
+        return obstore.put(store, key, data, mode={"e_tag": e_tag})["e_tag"]
+    except Exception as e:  # noqa: BLE001
+        if type(e).__name__ in ("PreconditionError", "NotFoundError") and "NoSuchBucket" not in str(e):
+            raise Superseded(f"{url}: changed since it was read") from None
+        raise run_error(url, e, writing=True) from None
+
+
+def read_versioned(url: str) -> tuple[bytes, str | None] | None:
+    """(the bytes at ``url``, their ETag); None when there is no object."""
+    import obstore
+
+    store, key = _object_store(url)
+    try:
+        got = obstore.get(store, key)
+        return bytes(got.bytes()), got.meta["e_tag"]
+    except Exception as e:  # noqa: BLE001
+        if type(e).__name__ == "NotFoundError" and "NoSuchBucket" not in str(e):
+            return None
         raise run_error(url, e) from None
 
 
@@ -622,16 +699,6 @@ def read_object(url: str) -> bytes | None:
             return f.read()
     except FileNotFoundError:
         return None
-    except Exception as e:  # noqa: BLE001
-        raise run_error(url, e) from None
-
-
-def write_object(url: str, data: bytes) -> None:
-    """Put ``data`` at ``url``, replacing what is there."""
-    fs, path = filesystem(url)
-    try:
-        with fs.open_output_stream(path) as f:
-            f.write(data)
     except Exception as e:  # noqa: BLE001
         raise run_error(url, e) from None
 
@@ -671,6 +738,11 @@ def list_objects(url: str, *, recursive: bool = False) -> list[tuple[str, int]]:
 
 def list_folders(url: str) -> list[str]:
     """The names of the 'folders' (common prefixes) right under ``url``."""
+    return list_entries(url)[0]
+
+
+def list_entries(url: str) -> tuple[list[str], list[str]]:
+    """(folder names, object names) right under the prefix ``url``: one listing request."""
     import pyarrow.fs as pafs
 
     fs, path = filesystem(url)
@@ -678,4 +750,17 @@ def list_folders(url: str) -> list[str]:
         infos = fs.get_file_info(pafs.FileSelector(path, recursive=False, allow_not_found=True))
     except Exception as e:  # noqa: BLE001
         raise run_error(url, e) from None
-    return [i.base_name for i in infos if i.type == pafs.FileType.Directory]
+    return ([i.base_name for i in infos if i.type == pafs.FileType.Directory],
+            [i.base_name for i in infos if i.type == pafs.FileType.File])
+
+
+def kind(url: str) -> str | None:
+    """"file" (an object), "dir" (a prefix holding objects, or a bucket) or None (nothing) at ``url``."""
+    import pyarrow.fs as pafs
+
+    fs, path = filesystem(url)
+    try:
+        info = fs.get_file_info(path)
+    except Exception as e:  # noqa: BLE001
+        raise run_error(url, e) from None
+    return {pafs.FileType.File: "file", pafs.FileType.Directory: "dir"}.get(info.type)

@@ -235,6 +235,10 @@ class Store:
                 pass
             os.close(fd)  # closing releases the flock
 
+    def check_lock(self) -> None:
+        """Before each commit step: raise LeaseLost if this run no longer holds the lock. A local
+        lock (flock) is held until the process ends; a remote root's lease can be lost (``Lease``)."""
+
     def _flock(self, fd: int, path: Path, wait: bool, announce) -> None:
         import fcntl  # POSIX only: imported here so reading a warehouse works where there is no fcntl (Windows)
 
@@ -342,11 +346,116 @@ LEASE_SECONDS = 60.0
 LEASE_POLL_SECONDS = 1.0
 
 
-class RootURL(str):
-    """A remote root as the rest of the code holds a root: text that joins with ``/``.
+def _now() -> float:
+    """The clock leases are judged by (one name, so tests can drive time without sleeping)."""
+    return time.time()
 
-    ``exists`` / ``is_dir`` are true, as a bucket prefix has no "not a directory" state:
-    whether a warehouse is there is ``Store.exists`` (a snapshot object)."""
+
+class LeaseLost(LockedError):
+    """This run's lease on a remote root was taken over (it was not renewed in time): the run stops
+    before its next commit step, and the new holder repairs what it had committed."""
+
+
+class Lease:
+    """A writer's lease on a remote root: the object ``.warehouse/lock``.
+
+    It holds ``{"holder", "token", "expires"}`` (or ``"released": true``). Every change is a
+    conditional put on what was read, so two writers can never both believe they hold it:
+
+    * taking it: create the object if there is none (``If-None-Match: *``), else replace a
+      released or expired lease only if it is still the version read (``If-Match: <ETag>``);
+      of two takers of one stale lease exactly one succeeds;
+    * renewing (a thread, every third of ``LEASE_SECONDS``, and before each commit step:
+      ``check``): replace it only if it is still the version this run last wrote;
+    * releasing: replace it with a released lease, on the same condition. The object stays:
+      object_store (obstore) has no conditional delete, and an unconditional one could delete
+      the lease of a writer that took over meanwhile.
+
+    A renewal that finds another version means the lease was taken over: ``lost`` says by
+    whom, and ``check`` raises LeaseLost.
+    """
+
+    def __init__(self, url: str, root: str):
+        import socket
+        import threading
+
+        self.url, self.root = url, root
+        self.me = {"holder": f"pid {os.getpid()} on {socket.gethostname()}", "token": secrets.token_hex(8)}
+        self.e_tag: str | None = None
+        self.lost: str | None = None  # who holds it now, once a renewal found it taken over
+        self._mutex = threading.Lock()  # the renewing thread and check() take turns
+
+    def _body(self, **extra) -> bytes:
+        return orjson.dumps({**self.me, "expires": _now() + LEASE_SECONDS, **extra})
+
+    def try_take(self) -> dict | None:
+        """Take the lease if it is free, released or expired (None); else the holder's lease as read."""
+        try:
+            self.e_tag = remote.create_object(self.url, self._body())
+            return None
+        except FileExistsError:
+            pass
+        found = remote.read_versioned(self.url)
+        if found is None:
+            return self.try_take()  # deleted since we tried to create it (by hand, or an older version): again
+        other = _parse_lease(found[0])
+        if other.get("released") or other.get("expires", 0) < _now():
+            # A released lease, or one past its expiry (its writer stopped renewing: it died). Take it over.
+            if self.take(found[1]):
+                return None
+            found = remote.read_versioned(self.url)  # another taker won: say who holds it now
+            other = _parse_lease(found[0]) if found else {}
+        return other
+
+    def take(self, e_tag: str | None) -> bool:
+        """Replace the lease read as version ``e_tag`` with ours; False when it changed since."""
+        try:
+            self.e_tag = remote.replace_object(self.url, self._body(), e_tag)
+            return True
+        except remote.Superseded:
+            return False
+
+    def renew(self) -> None:
+        """Push the expiry ``LEASE_SECONDS`` ahead, if the lease is still the version we wrote."""
+        with self._mutex:
+            if self.lost is not None:
+                return
+            try:
+                self.e_tag = remote.replace_object(self.url, self._body(), self.e_tag)
+            except remote.Superseded:
+                found = remote.read_versioned(self.url)
+                self.lost = _parse_lease(found[0]).get("holder", "another writer") if found else "nobody (it was deleted)"
+
+    def check(self) -> None:
+        """Before a commit step: renew now; LeaseLost when the lease is another writer's."""
+        self.renew()
+        if self.lost is not None:
+            raise LeaseLost(
+                f"{self.root}: this run's lease ({self.url}) was taken over by {self.lost}: the run was not heard "
+                f"from for over {LEASE_SECONDS:g} s (paused, or cut off from the store), so the root was given to "
+                "another writer; nothing of this run was committed (the new holder repairs the tables): run again"
+            )
+
+    def release(self) -> None:
+        with self._mutex:
+            if self.lost is not None:
+                return
+            try:
+                remote.replace_object(self.url, self._body(released=True, expires=0), self.e_tag)
+            except remote.Superseded:
+                pass  # taken over at the very end: it is the new holder's now
+
+
+def _parse_lease(data: bytes) -> dict:
+    try:
+        lease = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return {"holder": "an unreadable lease", "expires": 0}
+    return lease if isinstance(lease, dict) else {"holder": "an unreadable lease", "expires": 0}
+
+
+class RootURL(str):
+    """A remote root as the rest of the code holds a root: text that joins with ``/``."""
 
     def __truediv__(self, name: str) -> "RootURL":
         return RootURL(f"{self}/{name}")
@@ -356,10 +465,12 @@ class RootURL(str):
         return self.rsplit("/", 1)[-1]
 
     def exists(self) -> bool:
-        return True
+        """An object, or a prefix holding objects, is at this URL (one request)."""
+        return remote.kind(self) is not None
 
     def is_dir(self) -> bool:
-        return True
+        """A prefix holding objects (or the bucket itself) is at this URL: not a single object."""
+        return remote.kind(self) == "dir"
 
 
 class RemoteStore(Store):
@@ -373,6 +484,7 @@ class RemoteStore(Store):
     """
 
     remote = True
+    _lease: "Lease | None" = None
 
     def __init__(self, root: str):
         self.root = RootURL(remote.normpath(root))
@@ -419,7 +531,8 @@ class RemoteStore(Store):
             if name.startswith(".") or (names is not None and name not in names):
                 continue
             d = self.root / name
-            if "_delta_log" in remote.list_folders(d) or any(RUN_ID.match(n) for n, _ in remote.list_objects(d)):
+            folders, objects = remote.list_entries(d)  # one listing answers both questions
+            if "_delta_log" in folders or any(RUN_ID.match(n) for n in objects):
                 out.append(d)
         return out
 
@@ -435,30 +548,12 @@ class RemoteStore(Store):
 
     @contextmanager
     def lock(self, *, wait: bool = True, announce=None):
-        """The writer's lease on the root (see the class); renewed by a thread while the block runs."""
+        """The writer's lease on the root (``Lease``); renewed by a thread while the block runs."""
         import threading
 
-        url = self.lock_path
-        me = {"holder": f"pid {os.getpid()} on {os.uname().nodename}", "token": secrets.token_hex(8)}
+        lease = Lease(self.lock_path, str(self.root))
         announced = False
-        while True:
-            me["expires"] = time.time() + LEASE_SECONDS
-            try:
-                remote.create_object(url, orjson.dumps(me))
-                break
-            except FileExistsError:
-                pass
-            held = remote.read_object(url)
-            try:
-                other = orjson.loads(held) if held is not None else None
-            except orjson.JSONDecodeError:
-                other = {"holder": "an unreadable lease", "expires": 0}
-            if other is None:
-                continue  # released since: try again
-            if other.get("expires", 0) < time.time():
-                # A lease past its expiry: its writer stopped renewing (it died). Take it over.
-                remote.delete_object(url)
-                continue
+        while (other := lease.try_take()) is not None:
             holder = other.get("holder", "another writer")
             if not wait:
                 raise LockedError(
@@ -466,29 +561,32 @@ class RemoteStore(Store):
                     "or without --no-wait to wait for it"
                 )
             if announce and not announced:
-                announce(f"waiting for the ingest holding {url} ({holder}) to finish...")
+                announce(f"waiting for the ingest holding {self.lock_path} ({holder}) to finish...")
                 announced = True
             time.sleep(LEASE_POLL_SECONDS)
         stop = threading.Event()
 
         def renew() -> None:
             while not stop.wait(LEASE_SECONDS / 3):
-                me["expires"] = time.time() + LEASE_SECONDS
                 try:
-                    remote.write_object(url, orjson.dumps(me))
-                except Exception:  # noqa: BLE001 - the next renewal tries again; the snapshot put stays atomic
+                    lease.renew()
+                except Exception:  # noqa: BLE001 - the store unreachable for a moment: the next renewal tries again
                     pass
 
         renewer = threading.Thread(target=renew, name="warehouse-lease", daemon=True)
         renewer.start()
+        self._lease = lease
         try:
             yield
         finally:
+            self._lease = None
             stop.set()
             renewer.join()
-            current = remote.read_object(url)
-            if current is not None and orjson.loads(current).get("token") == me["token"]:
-                remote.delete_object(url)
+            lease.release()
+
+    def check_lock(self) -> None:
+        if self._lease is not None:
+            self._lease.check()
 
     def discard_run(self, run_id: str) -> None:
         for d in self.table_dirs():

@@ -1,0 +1,286 @@
+"""A remote root never loses a commit and says what is wrong (issue 18, part D), against the local S3
+API server of test_remote: the lease and its takeover, errors on root writes, a writer killed mid-commit,
+two writer processes, the listings of the root.
+
+Time is driven through the lease's clock (``storage._now``) or its stored expiry, and the kill through a
+patched commit step in a subprocess: nothing here races the machine's speed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+
+import orjson
+import pytest
+
+import warehouse
+from warehouse import delta, remote, storage
+from warehouse.errors import LockedError
+from warehouse.storage import Lease, Store
+
+from .conftest import REPO, Warehouse
+from .test_remote import SAMPLES, bucket, put, s3  # noqa: F401 - fixtures
+
+CONVERSATIONS = SAMPLES / "afterimage" / "conversations_20260112_101500.jsonl"
+
+
+def _lines() -> list[bytes]:
+    return CONVERSATIONS.read_bytes().splitlines(keepends=True)
+
+
+def _expire(url: str) -> None:
+    """Time passing for a lease nobody renews: its stored expiry moved into the past (conditionally)."""
+    data, e_tag = remote.read_versioned(url)
+    remote.replace_object(url, orjson.dumps({**orjson.loads(data), "expires": 0}), e_tag)
+
+
+# --- 1. the lease ---------------------------------------------------------------------------------
+
+
+def test_two_takers_of_one_stale_lease_exactly_one_wins(s3, bucket):
+    url = f"s3://{bucket}/wh/.warehouse/lock"
+    remote.create_object(url, orjson.dumps({"holder": "a dead writer", "token": "t", "expires": 0}))
+    one, two = Lease(url, "wh"), Lease(url, "wh")
+    _, e_tag = remote.read_versioned(url)  # both read the stale lease, then both try to take it over
+    assert sorted([one.take(e_tag), two.take(e_tag)]) == [False, True]
+    winner = one if one.e_tag else two
+    assert orjson.loads(remote.read_versioned(url)[0])["token"] == winner.me["token"]
+    # through the whole path: a third taker finds the winner's live lease and is told who holds it
+    holder = Lease(url, "wh").try_take()
+    assert holder["holder"] == winner.me["holder"]
+    assert re.fullmatch(r"pid \d+ on \S+", holder["holder"])
+
+
+def test_a_renewal_past_the_expiry_keeps_the_lease_only_if_nobody_took_it(s3, bucket, monkeypatch):
+    clock = [1000.0]
+    monkeypatch.setattr(storage, "_now", lambda: clock[0])
+    monkeypatch.setattr(storage, "LEASE_SECONDS", 5.0)
+    url = f"s3://{bucket}/wh/.warehouse/lock"
+    paused = Lease(url, "wh")
+    assert paused.try_take() is None
+    # the holder is paused past its expiry; another writer takes the lease over
+    clock[0] += 6
+    other = Lease(url, "wh")
+    assert other.try_take() is None
+    paused.renew()  # the paused run wakes: its renewal is refused, it knows it lost the lease
+    assert paused.lost == other.me["holder"]
+    with pytest.raises(storage.LeaseLost, match=f"taken over by {re.escape(other.me['holder'])}"):
+        paused.check()
+    assert orjson.loads(remote.read_versioned(url)[0])["token"] == other.me["token"]
+    paused.release()  # a lost lease is not released: it is the other writer's
+    assert orjson.loads(remote.read_versioned(url)[0])["token"] == other.me["token"]
+    # a renewal late but first wins: a taker that read the lapsed lease before it fails
+    other.release()
+    late = Lease(url, "wh")
+    assert late.try_take() is None
+    clock[0] += 6
+    _, lapsed = remote.read_versioned(url)
+    late.renew()
+    assert late.lost is None
+    assert not Lease(url, "wh").take(lapsed)
+    assert Lease(url, "wh").try_take()["holder"] == late.me["holder"]  # renewed: not expired
+
+
+def test_a_run_whose_lease_was_taken_over_refuses_to_commit_and_the_new_holder_repairs(
+        s3, bucket, tmp_path, monkeypatch, capsys):
+    root = f"s3://{bucket}/wh"
+    put(s3, f"s3://{bucket}/src/a.jsonl", _lines()[0])
+    w = Warehouse(root)
+    w.ingest(f"s3://{bucket}/src")
+    before = w.rows("SELECT * FROM responses ORDER BY response_id")
+    put(s3, f"s3://{bucket}/src/b.jsonl", _lines()[1])
+    store = Store(root)
+    original, calls, thief = delta.commit_table, [], Lease(store.lock_path, root)
+
+    def commit_table(*args, **kwargs):
+        version = original(*args, **kwargs)
+        calls.append(args[0])
+        if len(calls) == 1:  # after the first table's commit, another writer takes the lease over
+            assert thief.take(remote.read_versioned(store.lock_path)[1])
+        return version
+
+    monkeypatch.setattr(delta, "commit_table", commit_table)
+    with pytest.raises(LockedError, match=f"taken over by {re.escape(thief.me['holder'])}.*nothing of this run"):
+        warehouse.ingest(f"s3://{bucket}/src", root, progress=False)
+    assert len(calls) == 1 and store.snapshot_numbers() == [1]
+    # the loser did not repair (the root is the thief's), and deleted its files that no table holds
+    assert delta.open_table(calls[0]).version() > store.read_snapshot().version(calls[0].rsplit("/", 1)[1])
+    assert w.rows("SELECT * FROM responses ORDER BY response_id") == before  # readers see snapshot 1
+    monkeypatch.setattr(delta, "commit_table", original)
+    thief.release()
+    capsys.readouterr()
+    again = warehouse.ingest(f"s3://{bucket}/src", root, progress=False)
+    assert "repaired: restored" in capsys.readouterr().err
+    assert again.committed and store.snapshot_numbers() == [1, 2]
+    assert w.one("SELECT count(DISTINCT source_path) FROM responses") == 2
+
+
+# --- 2. errors on root writes ---------------------------------------------------------------------
+
+
+def _cli(args: list[str], env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "warehouse.cli", *args], env=env, capture_output=True, text=True,
+                          cwd=REPO, timeout=300)
+
+
+def _env(s3, **changes) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")} | s3.env() | changes
+    return env
+
+
+def _one_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, stderr
+    assert "Traceback" not in stderr and "\x1b[" not in stderr and "↳" not in stderr, stderr
+    return lines[0]
+
+
+def test_a_wrong_secret_and_a_missing_bucket_for_a_remote_root_are_one_line(s3, bucket):
+    src = str(SAMPLES / "afterimage")
+    r = _cli(["ingest", src, "--root", f"s3://{bucket}/wh"], _env(s3, AWS_SECRET_ACCESS_KEY="not-the-secret-123"))
+    line = _one_line(r.stderr)
+    assert r.returncode == 1 and line.startswith(f"error: s3://{bucket}/wh: access denied "
+                                                 f"(bucket '{bucket}', key 'wh'): check the credentials")
+    assert "AWS_SECRET_ACCESS_KEY" in line and "not-the-secret-123" not in r.stderr
+    r = _cli(["ingest", src, "--root", "s3://no-such-bucket-here/wh"], _env(s3))
+    assert r.returncode == 1 and _one_line(r.stderr).startswith(
+        "error: s3://no-such-bucket-here/wh/.warehouse/lock: no such bucket 'no-such-bucket-here'")
+
+
+def _limited_keys(s3, bucket: str, denied: str) -> dict:
+    """Keys of a user who may do anything but put objects matching ``denied`` (an IAM Deny, as a bucket
+    policy refusing writes would): a store that refuses a write midway through a run."""
+    import boto3
+
+    iam = boto3.client("iam", endpoint_url=s3.endpoint, aws_access_key_id=s3.key_id,
+                       aws_secret_access_key=s3.secret, region_name="us-east-1")
+    user = f"limited-{bucket}-{abs(hash(denied)) % 10**6}"
+    iam.create_user(UserName=user)
+    iam.put_user_policy(UserName=user, PolicyName="p", PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": "*", "Resource": "*"},
+        {"Effect": "Deny", "Action": "s3:PutObject", "Resource": f"arn:aws:s3:::{bucket}/{denied}"}]}))
+    key = iam.create_access_key(UserName=user)["AccessKey"]
+    return {"AWS_ACCESS_KEY_ID": key["AccessKeyId"], "AWS_SECRET_ACCESS_KEY": key["SecretAccessKey"]}
+
+
+@pytest.mark.parametrize("denied, key", [
+    ("wh/responses/_delta_log/*", "wh/responses/_delta_log/00000000000000000000.json"),  # the Delta commit
+    ("wh/responses/*.parquet", "wh/responses/"),  # a worker's data file
+])
+def test_a_bucket_refusing_writes_midway_is_one_line_naming_the_key(s3, bucket, denied, key):
+    env = _env(s3, **_limited_keys(s3, bucket, denied))
+    r = _cli(["ingest", str(SAMPLES / "afterimage"), "--root", f"s3://{bucket}/wh"], env)
+    line = _one_line(r.stderr)
+    assert r.returncode == 1, r.stderr
+    assert line.startswith(f"error: s3://{bucket}/{key}") and f"access denied (bucket '{bucket}', key '{key}" in line
+    assert "may read and write the bucket" in line
+    assert not Store(f"s3://{bucket}/wh").exists()  # nothing committed
+
+
+# --- 3. a writer killed mid-commit; two writer processes -----------------------------------------
+
+_KILLED_AFTER_TWO_TABLES = """
+import os, signal, sys
+import warehouse
+from warehouse import delta
+original, done = delta.commit_table, []
+def commit_table(*args, **kwargs):
+    version = original(*args, **kwargs)
+    done.append(args[0])
+    if len(done) == 2:  # between two table commits, before the snapshot
+        os.kill(os.getpid(), signal.SIGKILL)
+    return version
+delta.commit_table = commit_table
+warehouse.ingest(sys.argv[1], sys.argv[2], progress=False)
+"""
+
+
+def test_a_writer_killed_between_table_commits_is_repaired_by_the_next_run(s3, bucket, capsys):
+    root, src = f"s3://{bucket}/wh", f"s3://{bucket}/src"
+    put(s3, f"{src}/a.jsonl", _lines()[0])
+    w = Warehouse(root)
+    w.ingest(src)
+    before = w.rows("SELECT * FROM responses ORDER BY response_id")
+    put(s3, f"{src}/b.jsonl", _lines()[1])
+    killed = subprocess.run([sys.executable, "-c", _KILLED_AFTER_TWO_TABLES, src, root], env=_env(s3), cwd=REPO,
+                            capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    store = Store(root)
+    assert store.snapshot_numbers() == [1]
+    moved = [d.name for d in store.table_dirs()
+             if delta.is_table(str(d)) and delta.open_table(str(d)).version() > store.read_snapshot().version(d.name)]
+    assert moved  # a table committed past the snapshot
+    assert w.rows("SELECT * FROM responses ORDER BY response_id") == before  # readers see snapshot 1
+    # its lease is live until it expires: a writer is told who holds it
+    with pytest.raises(LockedError, match=r"being written by pid \d+ on "):
+        warehouse.ingest(src, root, progress=False, wait=False)
+    _expire(store.lock_path)
+    capsys.readouterr()
+    again = warehouse.ingest(src, root, progress=False)
+    err = capsys.readouterr().err
+    assert "repaired: restored" in err and "files of runs that did not finish" in err
+    assert again.committed and store.snapshot_numbers() == [1, 2]
+    assert w.one("SELECT count(DISTINCT source_path) FROM responses") == 2
+    for name in moved:  # every table is at the version its snapshot pins (restores included)
+        assert delta.open_table(f"{root}/{name}").version() == store.read_snapshot().version(name)
+
+
+def test_two_writer_processes_on_one_remote_root_both_land(s3, bucket):
+    root = f"s3://{bucket}/wh"
+    for name, line in zip(("one", "two"), _lines()):
+        put(s3, f"s3://{bucket}/{name}/x.jsonl", line)
+    env = _env(s3)
+    writers = [subprocess.Popen([sys.executable, "-m", "warehouse.cli", "ingest", f"s3://{bucket}/{name}",
+                                 "--root", root], env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+               for name in ("one", "two")]
+    outs = [p.communicate(timeout=300) for p in writers]
+    assert [p.returncode for p in writers] == [0, 0], outs
+    w = Warehouse(root)
+    assert sorted(r["source_path"].split("/")[-2] for r in w.rows("SELECT DISTINCT source_path FROM responses")) == [
+        "one", "two"]
+    store = Store(root)
+    assert store.snapshot_numbers() == [1, 2]
+    assert {s.run_id for s in store.snapshots()} and store.snapshots()[1].tables  # both runs' snapshots
+
+
+# --- 4. listings and bookkeeping ------------------------------------------------------------------
+
+
+def test_a_root_url_answers_whether_it_exists_and_is_a_prefix(s3, bucket):
+    put(s3, f"s3://{bucket}/wh/x.json", b"{}")
+    assert Store(f"s3://{bucket}/wh").root.is_dir()
+    nothing = Store(f"s3://{bucket}/nothing").root
+    assert not nothing.exists() and not nothing.is_dir()
+    an_object = Store(f"s3://{bucket}/wh/x.json").root
+    assert an_object.exists() and not an_object.is_dir()
+    with pytest.raises(warehouse.UsageError, match="exists and is not a directory"):
+        warehouse.ingest(str(CONVERSATIONS), f"s3://{bucket}/wh/x.json", progress=False)
+
+
+def test_the_table_folders_of_a_remote_root_cost_one_listing_each(s3, bucket):
+    root = f"s3://{bucket}/wh"
+    put(s3, f"s3://{bucket}/src/a.jsonl", _lines()[0])
+    Warehouse(root).ingest(f"s3://{bucket}/src")
+    # a folder a run that died before its first table commit left: data files, no _delta_log
+    put(s3, f"{root}/responses_new/20260101T000000000Z-abcd-b00001.parquet", b"PAR1")
+    store = Store(root)
+    s3.start_recording()
+    dirs = store.table_dirs()
+    listings = [q for m, q in s3.recorded() if m == "GET" and "list-type=2" in q]
+    folders = [n for n in remote.list_folders(root) if not n.startswith(".")]
+    assert f"{root}/responses_new" in dirs
+    assert len(listings) == 1 + len(folders), listings  # the root, then each table folder once
+
+
+def test_checks_reads_urls_as_remote_does():
+    from warehouse import checks
+
+    assert checks.root("S3://bucket/wh") == "S3://bucket/wh"
+    with pytest.raises(warehouse.UsageError, match="not gs://"):
+        checks.root("gs://bucket/wh")
+    assert not hasattr(checks, "URL")  # one URL pattern: remote.URL
