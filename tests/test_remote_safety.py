@@ -284,3 +284,27 @@ def test_checks_reads_urls_as_remote_does():
     with pytest.raises(warehouse.UsageError, match="not gs://"):
         checks.root("gs://bucket/wh")
     assert not hasattr(checks, "URL")  # one URL pattern: remote.URL
+
+
+def test_a_local_fault_during_a_run_into_a_remote_root_keeps_the_local_message():
+    """A full local disk while ingesting into a bucket names the local file, not the bucket."""
+    import errno
+
+    from warehouse.errors import ObjectStoreError, StorageError
+    from warehouse.runner import _said_in_one_line
+
+    class Root:  # what _said_in_one_line asks of a store
+        remote = True
+        root = "s3://b/wh"
+
+        def exists(self):
+            return True
+
+    with pytest.raises(StorageError) as local:
+        with _said_in_one_line(Root(), "run"):
+            raise OSError(errno.ENOSPC, "No space left on device", "/tmp/part-1.parquet")
+    assert not isinstance(local.value, ObjectStoreError)
+    assert "/tmp/part-1.parquet" in str(local.value) and "No space left" in str(local.value)
+    with pytest.raises(ObjectStoreError):
+        with _said_in_one_line(Root(), "run"):
+            raise OSError("Access Denied")

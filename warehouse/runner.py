@@ -329,7 +329,9 @@ def _said_in_one_line(store: Store, run_id: str):
     except OSError as e:
         if remote.is_url(e.filename):  # an object the run's own checks could not stat
             raise ObjectStoreError(f"{e.strerror} ({_state(store)})") from None
-        if store.remote:  # a write into the remote root refused (a worker's Parquet put, the catalog's)
+        # A write into the remote root refused (a worker's Parquet put, the catalog's): the library names
+        # no local file. A local file's fault (a full temporary disk) keeps the local message below.
+        if store.remote and not e.filename:
             refused = remote.run_error(str(store.root), e, writing=True)
             raise ObjectStoreError(f"{refused} ({_state(store)})", bucket=refused.bucket, key=refused.key) from None
         raise StorageError(_storage_message(store, e)) from None
