@@ -216,6 +216,14 @@ def configure(options: Mapping[str, Any] | None, *, new_run: bool = False) -> No
         _run_listing = Listing()
 
 
+def configure_for(root: Any, options: Mapping[str, Any] | Iterable[str] | None) -> None:
+    """For a command that reads or maintains the warehouse at ``root`` (``sql``, ``export``, ``history``, ...):
+    ``configure(options)`` when the root is a URL or options are given (a local root without options
+    leaves the store settings, and a stray AWS environment, alone)."""
+    if options or is_url(os.fspath(root) if hasattr(root, "__fspath__") else root):
+        configure(options)
+
+
 def _resolved() -> dict[str, str]:
     return resolve(_options)
 
