@@ -61,7 +61,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from .errors import StorageError, UsageError
-from .views import Snapshot, open_snapshot, readable_hint
+from .views import Snapshot, cursor, open_snapshot, readable_hint
 
 if TYPE_CHECKING:  # polars and pyarrow are imported where used, not at start-up
     import polars as pl
@@ -84,7 +84,7 @@ class _Open:
     def cursor(self) -> duckdb.DuckDBPyConnection:
         if self.closed:
             raise UsageError(f"Warehouse({self.snapshot.root!r}) is closed; open it again with warehouse.open()")
-        return self.con.cursor()
+        return cursor(self.con, self.snapshot)
 
     @contextmanager
     def reading(self) -> Iterator[None]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
@@ -82,18 +82,19 @@ ARROW_SCAN = "arrow-scan:"
 
 
 def register_remote_files(con: duckdb.DuckDBPyConnection, files: dict[str, list[str]],
-                          schemas: dict) -> dict[str, list[str]]:
+                          schemas: dict) -> tuple[dict[str, list[str]], dict]:
     """A remote root's tables as DuckDB reads them without httpfs (not installable offline): per table
     a ``pyarrow.dataset`` over the pinned files through ``pyarrow.fs``, registered in ``con``. DuckDB's
     Arrow scan pushes projections and filters into the dataset, so columns and row groups not needed
     are not fetched. ``schemas``: each table's Arrow schema at its pinned Delta version, which every
     file reads as (an older file lacking a later column reads it as null), so opening fetches no
-    footer. Returns the table -> "file list" ``raw_select`` reads (``ARROW_SCAN`` + name)."""
+    footer. Returns the table -> "file list" ``raw_select`` reads (``ARROW_SCAN`` + name), and the
+    registered name -> dataset (a cursor of ``con`` does not see them: ``cursor`` registers them again)."""
     import pyarrow.dataset as ds
 
     from . import remote
 
-    out = {}
+    out, registered = {}, {}
     for name, urls in files.items():
         if not urls:
             out[name] = []
@@ -103,8 +104,18 @@ def register_remote_files(con: duckdb.DuckDBPyConnection, files: dict[str, list[
         dataset = ds.dataset(paths, filesystem=fs, format="parquet", schema=schemas[name])
         relation = f"_warehouse_arrow_{name}"
         con.register(relation, dataset)
+        registered[relation] = dataset
         out[name] = [ARROW_SCAN + relation]
-    return out
+    return out, registered
+
+
+def cursor(con: duckdb.DuckDBPyConnection, snapshot: "Snapshot") -> duckdb.DuckDBPyConnection:
+    """A cursor of ``con`` (a connection of its own to the same database) that reads its views: Arrow
+    datasets registered in ``con`` are not visible from a cursor, so a remote root's are registered again."""
+    c = con.cursor()
+    for relation, dataset in snapshot.datasets.items():
+        c.register(relation, dataset)
+    return c
 
 
 def apply_sql_views(con: duckdb.DuckDBPyConnection, path_fields_files: list[str] | None = None) -> None:
@@ -150,6 +161,8 @@ class Snapshot:
     number: int
     run_id: str | None
     files: tuple[str, ...]  # absolute paths of every Parquet file its views read
+    #: a remote root's tables: the Arrow datasets registered in the connection, by name (``cursor``)
+    datasets: dict = field(default_factory=dict, compare=False, repr=False)
 
     def missing(self) -> list[str]:
         """The files of this snapshot that are gone (deleted by `warehouse compact` once past its retention)."""
@@ -183,12 +196,13 @@ def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None, threads:
         con.execute(f"SET threads = {int(threads)}")
     # the files themselves (local paths or URLs), before a remote root's are swapped for Arrow scans
     every = tuple(f for fs in files.values() for f in fs)
+    datasets: dict = {}
     if store.remote:
-        files = register_remote_files(con, files, schemas)
+        files, datasets = register_remote_files(con, files, schemas)
     create_raw_views(con, files, record)
     fresh = record.path_fields_sql == path_fields_sql_hash()
     apply_sql_views(con, files.get(PATH_FIELDS) if fresh else None)
-    return con, Snapshot(str(store.root), record.number, record.run_id, every)
+    return con, Snapshot(str(store.root), record.number, record.run_id, every, datasets)
 
 
 def pinned_files(store: Store, record: SnapshotRecord, schemas: dict | None = None) -> dict[str, list[str]]:
