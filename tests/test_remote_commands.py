@@ -324,3 +324,64 @@ def test_an_older_file_lacking_a_later_column_reads_it_as_null_on_a_remote_root(
     rows = w.rows("SELECT source_path, later_note FROM raw.responses")
     assert {r["source_path"].rsplit("/", 1)[-1] for r in rows} == {first.name, second.name}
     assert all(r["later_note"] is None for r in rows)
+
+
+# --- Spark --------------------------------------------------------------------------------------
+
+
+def test_spark_register_on_a_remote_root_gives_duckdbs_rows(spark, s3, roots, env_for):
+    """Every table through the Python data source (no S3 connector JAR), and the views over them."""
+    from warehouse.spark import register
+    from warehouse.tables import TABLES
+
+    from .test_spark import _duckdb, _rows
+
+    url, _ = roots
+    names = register(spark, url)
+    raw = [f"raw_{t}" for t in TABLES]
+    assert names[:len(raw)] == raw
+    for name in raw + ["responses", "path_fields"]:  # (test_spark holds every view to DuckDB on a local root)
+        duck = "raw." + name.removeprefix("raw_") if name.startswith("raw_") else name
+        expected = _duckdb(url, f"SELECT * FROM {duck}")
+        got = spark.table(name).toArrow()
+        assert got.column_names == expected.column_names, name
+        assert _rows(got) == _rows(expected), name
+    plan = spark.table("raw_responses")._jdf.queryExecution().toString()
+    assert s3.secret not in plan  # the storage options travel redacted
+
+
+def test_spark_register_takes_storage_options_over_a_wrong_environment(spark, s3, roots, monkeypatch):
+    from warehouse.spark import register
+
+    url, local = roots
+    for name, value in s3.env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret-value")
+    with pytest.raises(ObjectStoreError, match="access denied"):
+        register(spark, url)
+    register(spark, url, storage_options={"aws_secret_access_key": s3.secret})
+    # the executors read with the options given, not their (wrong) environment
+    assert spark.table("raw_turns").count() == Warehouse(local).one("SELECT count(*) FROM raw.turns")
+
+
+def test_the_spark_engine_ingests_into_a_remote_root(spark, s3, env_for, tmp_path):
+    bucket = f"test-{os.getpid()}-{next(_buckets)}"
+    s3.filesystem().create_dir(bucket)
+    src = SAMPLES / "afterimage"
+    spark_wh, local_wh = Warehouse(f"s3://{bucket}/wh"), Warehouse(tmp_path / "local")
+    got = spark_wh.ingest(src, engine="spark", jobs=None)
+    want = local_wh.ingest(src)
+    assert got.committed and (got.files_ingested, got.records_ingested) == (want.files_ingested, want.records_ingested)
+    q = "SELECT * EXCLUDE (response_id, record_id) FROM responses ORDER BY source_path, source_locator"
+    from .test_spark import _rows
+
+    assert _rows(spark_wh_arrow(spark_wh, q)) == _rows(spark_wh_arrow(local_wh, q))
+    assert list(tmp_path.iterdir()) == [tmp_path / "local"]
+
+
+def spark_wh_arrow(w: Warehouse, sql: str):
+    con = warehouse.connect(w.root)
+    try:
+        return con.sql(sql).to_arrow_table()
+    finally:
+        con.close()
