@@ -61,6 +61,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from .errors import StorageError, UsageError
+from .remote import StorageOptions
 from .views import Snapshot, cursor, open_snapshot, readable_hint
 
 if TYPE_CHECKING:  # polars and pyarrow are imported where used, not at start-up
@@ -77,7 +78,7 @@ class _Open:
     usable after the Warehouse moved on (``refresh``) until the last of them is gone.
     """
 
-    def __init__(self, root: str, as_of: int | None = None, storage_options=None):
+    def __init__(self, root: str, as_of: int | None = None, storage_options: StorageOptions = None):
         self.con, self.snapshot = open_snapshot(root, as_of=as_of, storage_options=storage_options)
         self.closed = False
 
@@ -118,7 +119,7 @@ class Warehouse:
     wait for each other nor see "connection is busy".
     """
 
-    def __init__(self, root: str | os.PathLike, *, as_of: int | None = None, storage_options=None):
+    def __init__(self, root: str | os.PathLike, *, as_of: int | None = None, storage_options: StorageOptions = None):
         self.root = os.fspath(root)
         #: how to reach an s3:// root (kept for ``refresh``; never shown)
         self._storage_options = storage_options
@@ -287,7 +288,7 @@ class Warehouse:
         return f"SELECT {cols} FROM {view}" + (f" WHERE {where}" if where else "")
 
 
-def open(root: str | os.PathLike, *, as_of: int | None = None, storage_options=None) -> Warehouse:  # noqa: A001
+def open(root: str | os.PathLike, *, as_of: int | None = None, storage_options: StorageOptions = None) -> Warehouse:  # noqa: A001
     """Open the warehouse at ``root`` (as of snapshot ``as_of``, default the latest): a StorageError when
     nothing was ingested there (``ingest`` creates one). ``root`` may be an ``s3://`` URL; ``storage_options``
     (a dict, or ``KEY=VALUE`` strings) add to and override the AWS environment (docs/storage.md)."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from . import checks
+from .remote import StorageOptions
 
 #: files replaced longer ago than this are deleted by ``compact`` (Delta's own default: 7 days);
 #: snapshots older than that may no longer be readable
@@ -23,7 +24,7 @@ HISTORY_FORMATS = ("table", "json")
 
 
 def history(root: str | os.PathLike, *, format: str | None = None, out: IO[str] | None = None,
-            storage_options=None) -> list[dict] | None:
+            storage_options: StorageOptions = None) -> list[dict] | None:
     """The warehouse snapshots of ``root``, oldest first: one dict each, with its integer ``snapshot`` (what
     ``as_of`` / ``--as-of`` take), ``time``, ``run_id``, ``operation`` (ingest, compact, upgrade), the files
     ingested, replaced and pruned, rows added and removed per table, and each table's Delta ``versions``.
@@ -90,7 +91,7 @@ class CompactSummary:
 
 
 def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, wait: bool = True,
-            progress: bool = True, storage_options=None) -> CompactSummary:
+            progress: bool = True, storage_options: StorageOptions = None) -> CompactSummary:
     """Merge the small files of every table and delete files replaced more than ``retention_hours``
     ago (never those of the latest snapshot, nor of the one before this compact); commits a
     new snapshot. Holds the writer lock, as ``ingest`` does (``wait=False``: LockedError when held); on an

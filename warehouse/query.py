@@ -14,12 +14,13 @@ import orjson
 from . import checks, interrupt
 from .checks import SQL_FORMATS, STATS_FORMATS
 from .errors import QueryError, StorageError
+from .remote import StorageOptions
 from .output import TABLE_ROWS, render_table, write_result
 from .tables import TABLES
 from .views import connect
 
 
-def open_existing(root: str | os.PathLike, as_of: int | None = None, storage_options=None) -> duckdb.DuckDBPyConnection:
+def open_existing(root: str | os.PathLike, as_of: int | None = None, storage_options: StorageOptions = None) -> duckdb.DuckDBPyConnection:
     root = checks.root(root)
     con = connect(root, as_of=as_of, storage_options=storage_options)
     interrupt.register(con)  # Ctrl-C stops its queries at once (under the CLI's guard)
@@ -76,7 +77,7 @@ def sql(
     max_rows: int | None = TABLE_ROWS,
     out: IO[str] | None = None,
     as_of: int | None = None,
-    storage_options=None,
+    storage_options: StorageOptions = None,
 ) -> duckdb.DuckDBPyRelation | None:
     """Run ``query`` (DuckDB SQL, one or more statements) on the views of the warehouse at ``root``.
 
@@ -113,7 +114,7 @@ def sql(
 
 
 def stats(root: str | os.PathLike, *, files: bool = False, format: str | None = None,
-          out: IO[str] | None = None, storage_options=None) -> dict[str, Any] | None:
+          out: IO[str] | None = None, storage_options: StorageOptions = None) -> dict[str, Any] | None:
     """Row counts per table, and records seen / ingested / quarantined per format and per file.
 
     For every file, ``records == ingested + quarantined`` (count conservation). ``files`` lists

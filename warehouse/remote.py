@@ -41,7 +41,7 @@ import posixpath
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Union
 
 from .errors import ObjectStoreError, UsageError
 
@@ -74,6 +74,8 @@ ENVIRONMENT = {
     "aws_allow_http": ("AWS_ALLOW_HTTP",),
     "aws_virtual_hosted_style_request": ("AWS_VIRTUAL_HOSTED_STYLE_REQUEST",),
 }
+#: storage options as a caller gives them: a dict, or ``KEY=VALUE`` strings as ``--storage-option`` does
+StorageOptions = Union[Mapping[str, Any], Iterable[str], None]
 _ALIASES = {alias: key for key, aliases in OPTIONS.items() for alias in (key, *aliases)}
 
 WHAT_TO_CHECK = (

@@ -21,6 +21,7 @@ from pathlib import Path
 import duckdb
 
 from .errors import StorageError
+from .remote import StorageOptions
 from .storage import SnapshotRecord, Store
 from .tables import TABLES, Table, duckdb_type
 
@@ -172,7 +173,7 @@ class Snapshot:
 
 
 def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None, threads: int | None = None,
-                  storage_options=None) -> tuple[duckdb.DuckDBPyConnection, Snapshot]:
+                  storage_options: StorageOptions = None) -> tuple[duckdb.DuckDBPyConnection, Snapshot]:
     """``connect(root, as_of=...)`` and the snapshot the connection reads."""
     from . import remote
 
@@ -267,7 +268,7 @@ NO_WAREHOUSE = "no warehouse here (no snapshot in .warehouse/snapshots)"
 
 
 def connect(root: str | os.PathLike, *, as_of: int | None = None, threads: int | None = None,
-            storage_options=None) -> duckdb.DuckDBPyConnection:
+            storage_options: StorageOptions = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with every warehouse view over the warehouse at ``root``.
 
     The connection reads one warehouse snapshot: ``as_of`` (a number ``warehouse history``

@@ -31,6 +31,7 @@ import duckdb
 
 from ..errors import ExportError, QueryError, UsageError
 from ..query import columns_hint, open_existing
+from ..remote import StorageOptions
 from ..storage import Store
 from .where import sandbox, selection_sql
 from .workspace import Workspace
@@ -146,7 +147,7 @@ def export(
     progress: bool = True,
     memory_limit: str = MEMORY_LIMIT,
     as_of: int | None = None,
-    storage_options=None,
+    storage_options: StorageOptions = None,
 ) -> ExportSummary:
     """Write the responses matching ``where`` (and their children) to ``out`` (a local path) as ``fmt``, from
     warehouse snapshot ``as_of`` (default: the latest) of ``root`` (a local directory or an ``s3://`` URL)."""

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from ..remote import StorageOptions
 from ..storage import snapshot_files
 from ..tables import TABLES, Table
 from ..views import format_views, view_files
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 
 
 def register(spark: SparkSession, root: str | os.PathLike, *, as_of: int | None = None,
-             storage_options=None) -> list[str]:
+             storage_options: StorageOptions = None) -> list[str]:
     """Make every table (``raw_<table>``) and every view of the warehouse at ``root`` a temporary
     view of ``spark``; returns the names of the views, in the order they were made.
 
