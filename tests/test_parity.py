@@ -125,18 +125,23 @@ TI = FIXTURES / "trait_interp"
     (lambda t: warehouse.ingest(TI, t / "wh", tokenizer=t / "none"), "not a directory (give a local tokenizer directory"),
     (lambda t: warehouse.tokenize(t / "wh", TI / "datasets" / "inference" / "benign_control.json"), "not a directory"),
     (lambda t: warehouse.ingest(TI, "gs://bucket/wh"), "--root gs://bucket/wh: a warehouse root may be a local directory or an s3:// URL"),
-    (lambda t: warehouse.tokenize("s3://bucket/wh", t), "--root s3://bucket/wh: a URL"),
+    (lambda t: warehouse.tokenize("gs://bucket/wh", t), "--root gs://bucket/wh: a warehouse root may be"),
     (lambda t: warehouse.sql("gs://bucket/wh", "SELECT 1"), "--root gs://bucket/wh: a warehouse root may be"),
     (lambda t: warehouse.stats("https://example.org/wh"), "--root https://example.org/wh: a warehouse root may be"),
-    (lambda t: warehouse.export("s3://bucket/wh", None, "jsonl", t / "o.jsonl"), "--root s3://bucket/wh: a URL"),
-    (lambda t: warehouse.export(t, None, "jsonl", "s3://bucket/o.jsonl"), "--out s3://bucket/o.jsonl: a URL"),
+    (lambda t: warehouse.export("az://bucket/wh", None, "jsonl", t / "o.jsonl"), "--root az://bucket/wh: a warehouse root may be"),
+    (lambda t: warehouse.export(t, None, "jsonl", "s3://bucket/o.jsonl"), "--out s3://bucket/o.jsonl: a URL; --out is a local path"),
+    (lambda t: warehouse.history("gs://bucket/wh"), "--root gs://bucket/wh: a warehouse root may be"),
+    (lambda t: warehouse.compact("gs://bucket/wh"), "--root gs://bucket/wh: a warehouse root may be"),
+    (lambda t: warehouse.sql("s3://bucket/wh", "SELECT 1", storage_options=["region"]), "--storage-option 'region': expected KEY=VALUE"),
+    (lambda t: warehouse.history("s3://bucket/wh", storage_options={"colour": "x"}), "--storage-option colour: unknown option"),
     (lambda t: warehouse.export(t / "wh", None, "jsonl", t / "o.jsonl", memory_limit="lots"),
      "--memory-limit 'lots': not a memory size (give e.g. 1GB, 512MB)"),
     (lambda t: warehouse.sql(t, "SELECT 1", format="xml"), "--format 'xml': choose one of table, csv, json, jsonl"),
     (lambda t: warehouse.sql(t, "SELECT 1", max_rows=-1), "--max-rows -1: must be an integer of 0 or more (0: all)"),
     (lambda t: warehouse.stats(t, format="csv"), "--format 'csv': choose one of table, json"),
 ], ids=["max_record_mb", "tokenizer", "tokenize tokenizer", "ingest url", "tokenize url", "sql url", "stats url",
-        "export url", "export out url", "memory_limit", "sql format", "sql max_rows", "stats format"])
+        "export url", "export out url", "history url", "compact url", "sql storage option", "history storage option",
+        "memory_limit", "sql format", "sql max_rows", "stats format"])
 def test_python_callers_get_the_checks_the_command_line_gets(tmp_path, monkeypatch, call, message):
     monkeypatch.chdir(tmp_path)  # a URL taken for a relative path would make ./s3:/... here
     with pytest.raises(UsageError) as e:

@@ -161,17 +161,20 @@ def test_sql_reads_the_query_from_a_file_or_stdin(root, tmp_path):
     assert proc.returncode == 2 and proc.stderr == f"error: -f {tmp_path / 'none.sql'}: No such file or directory\n"
 
 
-#: a root on a scheme no command supports; tokenize and export take no remote root yet
+#: a root on a scheme no command supports; export writes --out locally
 ROOT_SCHEME = "a warehouse root may be a local directory or an s3:// URL"
-NOT_YET = "this command does not take object storage yet: give a local directory"
+LOCAL_OUT = "--out s3://bucket/o.jsonl: a URL; --out is a local path"
 
 
 @pytest.mark.parametrize("command, message", [
     (["ingest", str(FIXTURES / "trait_interp"), "--root", "gs://bucket/wh"], ROOT_SCHEME),
     (["sql", "SELECT 1", "--root", "az://bucket/wh"], ROOT_SCHEME),
     (["stats", "--root", "gs://bucket/wh"], ROOT_SCHEME),
-    (["tokenize", "--root", "s3://bucket/wh", "--tokenizer", "."], NOT_YET),
-    (["export", "--root", "https://example.org/wh", "--format", "jsonl", "--out", "o.jsonl"], NOT_YET),
+    (["history", "--root", "gs://bucket/wh"], ROOT_SCHEME),
+    (["compact", "--root", "az://bucket/wh"], ROOT_SCHEME),
+    (["tokenize", "--root", "gs://bucket/wh", "--tokenizer", "."], ROOT_SCHEME),
+    (["export", "--root", "https://example.org/wh", "--format", "jsonl", "--out", "o.jsonl"], ROOT_SCHEME),
+    (["export", "--root", "wh", "--format", "jsonl", "--out", "s3://bucket/o.jsonl"], LOCAL_OUT),
 ])
 def test_a_url_root_is_refused_and_nothing_is_created(tmp_path, command, message):
     proc = subprocess.run([warehouse_exe(), *command], capture_output=True, text=True, cwd=tmp_path)

@@ -154,29 +154,35 @@ def export(
     memory_limit: str = "1GB",  # exports.MEMORY_LIMIT (not imported here: start-up stays light)
     progress: bool = True,
     as_of: int | None = None,
+    storage_options: Mapping[str, str] | Iterable[str] | None = None,
 ) -> ExportSummary:
     """Export the responses matching ``where`` (SQL on ``responses``; None: all) with their children; see ``warehouse export``.
 
     ``format`` is parquet, jsonl, csv, openai_chat, or an installed source format that writes its
     own shape back (``warehouse export --help`` lists them). ``overwrite`` replaces an existing
     ``out`` directory; ``memory_limit`` is DuckDB's (it spills beyond); ``as_of`` exports warehouse
-    snapshot N (``warehouse.history`` lists them), default the latest.
+    snapshot N (``warehouse.history`` lists them), default the latest. ``root`` may be an ``s3://`` URL
+    (``storage_options`` as for ``ingest``); ``out`` is a local path.
     """
-    from . import checks
+    from . import checks, remote
     from .exports import export as _export
 
     checks.count(as_of, "as_of", least=1)
-    return _export(checks.local_path(root), where, format, checks.local_path(out, "out"),
-                   overwrite=overwrite, memory_limit=memory_limit, progress=progress, as_of=as_of)
+    return _export(checks.root(root), where, format, checks.local_path(out, "out"),
+                   overwrite=overwrite, memory_limit=memory_limit, progress=progress, as_of=as_of,
+                   storage_options=remote.canonical(storage_options))
 
 
-def tokenize(root: StrPath, tokenizer: StrPath, *, jobs: int | None = None, progress: bool = True) -> IngestSummary:
-    """Add token ranges to an existing warehouse with a local tokenizer directory; see ``warehouse tokenize``."""
-    from . import checks
+def tokenize(root: StrPath, tokenizer: StrPath, *, jobs: int | None = None, progress: bool = True,
+             storage_options: Mapping[str, str] | Iterable[str] | None = None) -> IngestSummary:
+    """Add token ranges to an existing warehouse with a local tokenizer directory; see ``warehouse tokenize``.
+    ``root`` may be an ``s3://`` URL (``storage_options`` as for ``ingest``)."""
+    from . import checks, remote
     from .runner import tokenize as _tokenize
 
-    root = checks.local_path(root)
-    return _tokenize(root, checks.directory(tokenizer, "tokenizer", TOKENIZER_DIR), jobs=jobs, progress=progress)
+    root = checks.root(root)
+    return _tokenize(root, checks.directory(tokenizer, "tokenizer", TOKENIZER_DIR), jobs=jobs, progress=progress,
+                     storage_options=remote.canonical(storage_options))
 
 
 #: what ``tokenizer`` must name, said when it does not

@@ -61,7 +61,8 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from .errors import StorageError, UsageError
-from .views import Snapshot, open_snapshot, readable_hint
+from .remote import StorageOptions
+from .views import Snapshot, cursor, open_snapshot, readable_hint
 
 if TYPE_CHECKING:  # polars and pyarrow are imported where used, not at start-up
     import polars as pl
@@ -77,14 +78,14 @@ class _Open:
     usable after the Warehouse moved on (``refresh``) until the last of them is gone.
     """
 
-    def __init__(self, root: str, as_of: int | None = None):
-        self.con, self.snapshot = open_snapshot(root, as_of=as_of)
+    def __init__(self, root: str, as_of: int | None = None, storage_options: StorageOptions = None):
+        self.con, self.snapshot = open_snapshot(root, as_of=as_of, storage_options=storage_options)
         self.closed = False
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         if self.closed:
             raise UsageError(f"Warehouse({self.snapshot.root!r}) is closed; open it again with warehouse.open()")
-        return self.con.cursor()
+        return cursor(self.con, self.snapshot)
 
     @contextmanager
     def reading(self) -> Iterator[None]:
@@ -118,9 +119,11 @@ class Warehouse:
     wait for each other nor see "connection is busy".
     """
 
-    def __init__(self, root: str | os.PathLike, *, as_of: int | None = None):
+    def __init__(self, root: str | os.PathLike, *, as_of: int | None = None, storage_options: StorageOptions = None):
         self.root = os.fspath(root)
-        self._open = _Open(self.root, as_of)
+        #: how to reach an s3:// root (kept for ``refresh``; never shown)
+        self._storage_options = storage_options
+        self._open = _Open(self.root, as_of, storage_options)
 
     # --- what is there --------------------------------------------------------------------
 
@@ -221,7 +224,7 @@ class Warehouse:
 
         Relations and LazyFrames made before keep reading the snapshot they were made on.
         """
-        self._open = _Open(self.root)  # the old one closes when the last object made from it is gone
+        self._open = _Open(self.root, None, self._storage_options)  # the old one closes when the last object made from it is gone
         return self
 
     def close(self) -> None:
@@ -285,10 +288,11 @@ class Warehouse:
         return f"SELECT {cols} FROM {view}" + (f" WHERE {where}" if where else "")
 
 
-def open(root: str | os.PathLike, *, as_of: int | None = None) -> Warehouse:  # noqa: A001 - the verb users expect
+def open(root: str | os.PathLike, *, as_of: int | None = None, storage_options: StorageOptions = None) -> Warehouse:  # noqa: A001
     """Open the warehouse at ``root`` (as of snapshot ``as_of``, default the latest): a StorageError when
-    nothing was ingested there (``ingest`` creates one)."""
-    return Warehouse(root, as_of=as_of)
+    nothing was ingested there (``ingest`` creates one). ``root`` may be an ``s3://`` URL; ``storage_options``
+    (a dict, or ``KEY=VALUE`` strings) add to and override the AWS environment (docs/storage.md)."""
+    return Warehouse(root, as_of=as_of, storage_options=storage_options)
 
 
 def scan(root: str | os.PathLike, name: str, *, where: str | None = None,

@@ -29,14 +29,12 @@ def option(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def local_path(path: str | os.PathLike, name: str = "root") -> str:
-    """A local path, never a URL (for the commands that do not take an object-storage root yet)."""
+def local_path(path: str | os.PathLike, name: str) -> str:
+    """A local path, never a URL (``export --out``: the export is written on this machine)."""
     text = os.fspath(path)
     if remote.is_url(text):
-        raise UsageError(
-            f"{option(name)} {text}: a URL; this command does not take object storage yet: give a local directory "
-            "(copy the data down first, or mount the bucket)"
-        )
+        raise UsageError(f"{option(name)} {text}: a URL; {option(name)} is a local path (write it here, then copy "
+                         "it to the bucket)")
     return os.fsdecode(text)
 
 

@@ -113,6 +113,13 @@ examples:
 """
 
 
+def _storage_option(p, what: str = "an s3:// --root") -> None:
+    """``--storage-option KEY=VALUE``: the same option on every command (parsed by ``remote.canonical``)."""
+    p.add_argument("--storage-option", dest="storage_options", action="append", metavar="KEY=VALUE",
+                   help=f"for {what}: aws_region, aws_endpoint_url, aws_access_key_id, ... (repeatable; "
+                        "overrides the AWS_* environment; see docs/storage.md)")
+
+
 def build_parser(format_names: bool = True):
     """The command line. ``format_names=False`` leaves the format names out of ``ingest --help``,
     so commands other than ingest start without reading the installed packages' metadata."""
@@ -143,7 +150,7 @@ def build_parser(format_names: bool = True):
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or directories to ingest")
-    p.add_argument("--root", required=True, help="warehouse directory (created when missing)")
+    p.add_argument("--root", required=True, help="warehouse directory or s3:// URL (created when missing)")
     p.add_argument("--format", metavar="NAME",
                    help="read every file as this format" + (": " + ", ".join(_formats()) if format_names else ""))
     p.add_argument("--strict", action="store_true", help="stop at the first bad record (file:locator: stage: message), exit 3, change nothing")
@@ -156,9 +163,7 @@ def build_parser(format_names: bool = True):
                    help="where the files are read: local (this machine's cores, the default) or spark (Spark tasks; docs/spark.md)")
     p.add_argument("--spark-master", metavar="URL",
                    help="with --engine spark: the Spark master (spark://host:7077, local[4], ...); default: the session's own")
-    p.add_argument("--storage-option", dest="storage_options", action="append", metavar="KEY=VALUE",
-                   help="for s3:// PATHs: aws_region, aws_endpoint_url, aws_access_key_id, ... (repeatable; "
-                        "overrides the AWS_* environment; see docs/storage.md)")
+    _storage_option(p, "s3:// PATHs and --root")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary on stderr")
 
     t = sub.add_parser(
@@ -172,9 +177,10 @@ def build_parser(format_names: bool = True):
         epilog=TOKENIZE_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    t.add_argument("--root", required=True, help="warehouse directory")
+    t.add_argument("--root", required=True, help="warehouse directory or s3:// URL")
     t.add_argument("--tokenizer", required=True, metavar="DIR", help="local tokenizer directory")
     t.add_argument("--jobs", type=int, default=None, help="worker processes (default: one per core)")
+    _storage_option(t)
     t.add_argument("--quiet", action="store_true", help="no progress bar or summary on stderr")
 
     q = sub.add_parser(
@@ -190,12 +196,13 @@ def build_parser(format_names: bool = True):
     )
     q.add_argument("query", metavar="SQL", nargs="?", help="the query; - reads it from stdin")
     q.add_argument("-f", "--file", metavar="FILE", help="read the query from FILE (- for stdin)")
-    q.add_argument("--root", required=True, help="warehouse directory")
+    q.add_argument("--root", required=True, help="warehouse directory or s3:// URL")
     q.add_argument("--format", default="table", choices=SQL_FORMATS, help="output format (default: table)")
     q.add_argument("--max-rows", type=int, default=40, metavar="N",
                    help="rows the table format shows (default 40; 0 for all); the other formats print every row")
     q.add_argument("--as-of", type=int, default=None, metavar="N",
                    help="read warehouse snapshot N (`warehouse history` lists them; default: the latest)")
+    _storage_option(q)
 
     e = sub.add_parser(
         "export",
@@ -209,18 +216,20 @@ def build_parser(format_names: bool = True):
         epilog=EXPORT_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    e.add_argument("--root", required=True, help="warehouse directory")
+    e.add_argument("--root", required=True, help="warehouse directory or s3:// URL")
     e.add_argument("--where", default=None,
                    help="one SQL expression on responses; subqueries may read the warehouse's views, nothing else "
                         "(default: every response)")
     e.add_argument("--format", required=True, metavar="FMT", help="output format (see below)")
     e.add_argument("--out", required=True,
-                   help="output file, or directory for the formats that write one (parquet, some source formats)")
+                   help="output file, or directory for the formats that write one (parquet, some source formats); "
+                        "a local path, also for an s3:// --root")
     e.add_argument("--overwrite", action="store_true", help="replace an existing output directory")
     e.add_argument("--memory-limit", default="1GB", metavar="SIZE",
                    help="DuckDB's memory for the export; beyond it, it spills to disk beside --out (default: 1GB)")
     e.add_argument("--as-of", type=int, default=None, metavar="N",
                    help="export from warehouse snapshot N (`warehouse history` lists them; default: the latest)")
+    _storage_option(e)
     e.add_argument("--quiet", action="store_true", help="no progress bar or summary on stderr")
 
     s = sub.add_parser(
@@ -233,9 +242,10 @@ def build_parser(format_names: bool = True):
         epilog=STATS_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    s.add_argument("--root", required=True, help="warehouse directory")
+    s.add_argument("--root", required=True, help="warehouse directory or s3:// URL")
     s.add_argument("--format", default="table", choices=STATS_FORMATS, help="output format (default: table)")
     s.add_argument("--files", action="store_true", help="list every file, not only those with quarantined records")
+    _storage_option(s)
 
     h = sub.add_parser(
         "history",
@@ -248,8 +258,9 @@ def build_parser(format_names: bool = True):
         epilog=HISTORY_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    h.add_argument("--root", required=True, help="warehouse directory")
+    h.add_argument("--root", required=True, help="warehouse directory or s3:// URL")
     h.add_argument("--format", default="table", choices=HISTORY_FORMATS, help="output format (default: table)")
+    _storage_option(h)
 
     c = sub.add_parser(
         "compact",
@@ -262,11 +273,12 @@ def build_parser(format_names: bool = True):
         epilog=COMPACT_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    c.add_argument("--root", required=True, help="warehouse directory")
+    c.add_argument("--root", required=True, help="warehouse directory or s3:// URL")
     c.add_argument("--retention-hours", type=int, default=RETENTION_HOURS, metavar="H",
                    help=f"delete files replaced more than H hours ago (default {RETENTION_HOURS:g}: 7 days)")
     c.add_argument("--no-wait", dest="wait", action="store_false", help="fail (exit 4) instead of waiting for a running ingest")
     c.add_argument("--quiet", action="store_true", help="no summary on stderr")
+    _storage_option(c)
     return parser
 
 
@@ -296,7 +308,8 @@ def cmd_ingest(args) -> int:
 def cmd_tokenize(args) -> int:
     import warehouse
 
-    summary = warehouse.tokenize(args.root, args.tokenizer, jobs=args.jobs, progress=not args.quiet)
+    summary = warehouse.tokenize(args.root, args.tokenizer, jobs=args.jobs, progress=not args.quiet,
+                                 storage_options=args.storage_options)
     if not args.quiet:
         print(summary.text(), file=sys.stderr)
     return EXIT_OK
@@ -305,7 +318,8 @@ def cmd_tokenize(args) -> int:
 def cmd_sql(args) -> int:
     import warehouse
 
-    warehouse.sql(args.root, _query_text(args), format=args.format, max_rows=args.max_rows, as_of=args.as_of)
+    warehouse.sql(args.root, _query_text(args), format=args.format, max_rows=args.max_rows, as_of=args.as_of,
+                  storage_options=args.storage_options)
     return EXIT_OK
 
 
@@ -335,7 +349,7 @@ def cmd_export(args) -> int:
 
     summary = warehouse.export(args.root, args.where, args.format, args.out,
                                overwrite=args.overwrite, memory_limit=args.memory_limit, progress=not args.quiet,
-                               as_of=args.as_of)
+                               as_of=args.as_of, storage_options=args.storage_options)
     if not args.quiet:
         print(summary.text(), file=sys.stderr)
     return EXIT_OK
@@ -344,14 +358,14 @@ def cmd_export(args) -> int:
 def cmd_stats(args) -> int:
     import warehouse
 
-    warehouse.stats(args.root, files=args.files, format=args.format)
+    warehouse.stats(args.root, files=args.files, format=args.format, storage_options=args.storage_options)
     return EXIT_OK
 
 
 def cmd_history(args) -> int:
     import warehouse
 
-    warehouse.history(args.root, format=args.format)
+    warehouse.history(args.root, format=args.format, storage_options=args.storage_options)
     return EXIT_OK
 
 
@@ -359,7 +373,7 @@ def cmd_compact(args) -> int:
     import warehouse
 
     summary = warehouse.compact(args.root, retention_hours=args.retention_hours, wait=args.wait,
-                                progress=not args.quiet)
+                                progress=not args.quiet, storage_options=args.storage_options)
     if not args.quiet:
         print(summary.text(), file=sys.stderr)
     return EXIT_OK

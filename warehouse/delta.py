@@ -186,9 +186,18 @@ def writer_properties():
 def live_files(uri: str, version: int) -> list[str]:
     """Absolute paths of the table's files at ``version`` (deltalake gives them percent-encoded: a root
     with a space in its path would read as missing files)."""
+    return live_files_and_schema(uri, version)[0]
+
+
+def live_files_and_schema(uri: str, version: int):
+    """``live_files`` and the table's Arrow schema at ``version``, from one read of its log: the schema
+    every file of that version reads as (a file written before a column was added lacks it: null)."""
     from urllib.parse import unquote
 
-    return [unquote(u) for u in open_table(uri, version).file_uris()]
+    import pyarrow as pa
+
+    table = open_table(uri, version)
+    return [unquote(u) for u in table.file_uris()], pa.schema(table.schema().to_arrow())
 
 
 def add_actions(uri: str, version: int):

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from . import checks
+from .remote import StorageOptions
 
 #: files replaced longer ago than this are deleted by ``compact`` (Delta's own default: 7 days);
 #: snapshots older than that may no longer be readable
@@ -22,16 +23,20 @@ RETENTION_HOURS = 168
 HISTORY_FORMATS = ("table", "json")
 
 
-def history(root: str | os.PathLike, *, format: str | None = None, out: IO[str] | None = None) -> list[dict] | None:
+def history(root: str | os.PathLike, *, format: str | None = None, out: IO[str] | None = None,
+            storage_options: StorageOptions = None) -> list[dict] | None:
     """The warehouse snapshots of ``root``, oldest first: one dict each, with its integer ``snapshot`` (what
     ``as_of`` / ``--as-of`` take), ``time``, ``run_id``, ``operation`` (ingest, compact, upgrade), the files
     ingested, replaced and pruned, rows added and removed per table, and each table's Delta ``versions``.
-    With ``format`` (``table`` or ``json``): written to ``out`` (default stdout); returns None."""
+    With ``format`` (``table`` or ``json``): written to ``out`` (default stdout); returns None. ``root`` may be
+    an ``s3://`` URL; ``storage_options`` add to and override the AWS environment (docs/storage.md)."""
+    from . import remote
     from .storage import Store
     from .views import read_existing_snapshot
 
     checks.choice(format, "format", HISTORY_FORMATS)
-    root = checks.local_path(root)
+    root = checks.root(root)
+    remote.configure_for(root, storage_options)
     store = Store(root)
     read_existing_snapshot(store, root)  # the errors of a root that is no warehouse
     rows = [_entry(r) for r in store.snapshots()]
@@ -86,17 +91,19 @@ class CompactSummary:
 
 
 def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, wait: bool = True,
-            progress: bool = True) -> CompactSummary:
+            progress: bool = True, storage_options: StorageOptions = None) -> CompactSummary:
     """Merge the small files of every table and delete files replaced more than ``retention_hours``
     ago (never those of the latest snapshot, nor of the one before this compact); commits a
-    new snapshot. Holds the writer lock, as ``ingest`` does (``wait=False``: LockedError when held)."""
-    from . import delta
+    new snapshot. Holds the writer lock, as ``ingest`` does (``wait=False``: LockedError when held); on an
+    ``s3://`` root that is its lease, and deltalake gets the resolved ``storage_options`` (docs/storage.md)."""
+    from . import delta, remote
     from .commit import _sigint_deferred, repair
     from .runner import open_for_writing, say
     from .storage import SnapshotRecord, Store, new_run_id
 
-    root = checks.local_path(root)
+    root = checks.root(root)
     checks.count(retention_hours, "retention_hours", least=0)
+    remote.configure_for(root, storage_options)
     store = Store(root)
     if not store.exists() and not store.legacy():
         from .views import read_existing_snapshot

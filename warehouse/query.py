@@ -14,14 +14,15 @@ import orjson
 from . import checks, interrupt
 from .checks import SQL_FORMATS, STATS_FORMATS
 from .errors import QueryError, StorageError
+from .remote import StorageOptions
 from .output import TABLE_ROWS, render_table, write_result
 from .tables import TABLES
 from .views import connect
 
 
-def open_existing(root: str | os.PathLike, as_of: int | None = None) -> duckdb.DuckDBPyConnection:
+def open_existing(root: str | os.PathLike, as_of: int | None = None, storage_options: StorageOptions = None) -> duckdb.DuckDBPyConnection:
     root = checks.root(root)
-    con = connect(root, as_of=as_of)
+    con = connect(root, as_of=as_of, storage_options=storage_options)
     interrupt.register(con)  # Ctrl-C stops its queries at once (under the CLI's guard)
     return con
 
@@ -76,6 +77,7 @@ def sql(
     max_rows: int | None = TABLE_ROWS,
     out: IO[str] | None = None,
     as_of: int | None = None,
+    storage_options: StorageOptions = None,
 ) -> duckdb.DuckDBPyRelation | None:
     """Run ``query`` (DuckDB SQL, one or more statements) on the views of the warehouse at ``root``.
 
@@ -85,12 +87,13 @@ def sql(
     the table format showing ``max_rows`` rows (0 or None: all); returns None. ``params`` fill ``?``
     (a sequence) or ``$name`` (a dict) placeholders. A query DuckDB rejects is a ``QueryError`` with
     its message (for a missing column, with the columns of the relation it names). ``as_of``: read
-    warehouse snapshot N (``warehouse.history`` lists them), default the latest.
+    warehouse snapshot N (``warehouse.history`` lists them), default the latest. ``root`` may be an
+    ``s3://`` URL; ``storage_options`` add to and override the AWS environment (docs/storage.md).
     """
     checks.choice(format, "format", SQL_FORMATS)
     checks.count(max_rows, "max_rows", least=0, meaning=" (0: all)")
     checks.count(as_of, "as_of", least=1)
-    con = open_existing(root, as_of)
+    con = open_existing(root, as_of, storage_options)
     try:
         try:
             relation = con.sql(query) if params is None else con.sql(
@@ -111,7 +114,7 @@ def sql(
 
 
 def stats(root: str | os.PathLike, *, files: bool = False, format: str | None = None,
-          out: IO[str] | None = None) -> dict[str, Any] | None:
+          out: IO[str] | None = None, storage_options: StorageOptions = None) -> dict[str, Any] | None:
     """Row counts per table, and records seen / ingested / quarantined per format and per file.
 
     For every file, ``records == ingested + quarantined`` (count conservation). ``files`` lists
@@ -120,7 +123,7 @@ def stats(root: str | os.PathLike, *, files: bool = False, format: str | None = 
     ``json``): that written to ``out`` (default stdout) as ``warehouse stats`` prints it; returns None.
     """
     checks.choice(format, "format", STATS_FORMATS)
-    con = open_existing(root)
+    con = open_existing(root, storage_options=storage_options)
     try:
         st = _stats(con, files)
     finally:

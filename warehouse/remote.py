@@ -44,7 +44,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Union
 
 from .errors import ObjectStoreError, UsageError
 
@@ -77,6 +77,8 @@ ENVIRONMENT = {
     "aws_allow_http": ("AWS_ALLOW_HTTP",),
     "aws_virtual_hosted_style_request": ("AWS_VIRTUAL_HOSTED_STYLE_REQUEST",),
 }
+#: storage options as a caller gives them: a dict, or ``KEY=VALUE`` strings as ``--storage-option`` does
+StorageOptions = Union[Mapping[str, Any], Iterable[str], None]
 _ALIASES = {alias: key for key, aliases in OPTIONS.items() for alias in (key, *aliases)}
 
 WHAT_TO_CHECK = (
@@ -219,6 +221,14 @@ def configure(options: Mapping[str, Any] | None, *, new_run: bool = False) -> No
     _options = given
     if new_run or _run_listing is None:
         _run_listing = Listing()
+
+
+def configure_for(root: Any, options: Mapping[str, Any] | Iterable[str] | None) -> None:
+    """For a command that reads or maintains the warehouse at ``root`` (``sql``, ``export``, ``history``, ...):
+    ``configure(options)`` when the root is a URL or options are given (a local root without options
+    leaves the store settings, and a stray AWS environment, alone)."""
+    if options or is_url(os.fspath(root) if hasattr(root, "__fspath__") else root):
+        configure(options)
 
 
 def _resolved() -> dict[str, str]:

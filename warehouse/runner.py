@@ -424,6 +424,7 @@ def tokenize(root: str, tokenizer: str, **options) -> IngestSummary:
     Only sources that asked for the ``tokenizer`` option (annotation files) are read
     again; the tokenizer is remembered for later runs.
     """
+    remote.configure(options.get("storage_options"), new_run=True)  # before the root is read: it may be a URL
     store = Store(root)
     if not store.exists() and not store.legacy():
         raise UsageError(f"{root}: {NO_WAREHOUSE}")
@@ -431,7 +432,6 @@ def tokenize(root: str, tokenizer: str, **options) -> IngestSummary:
         with store.lock(wait=options.get("wait", True), announce=say):
             open_for_writing(store, say)
     catalog = Catalog.load(store, store.read_snapshot())
-    remote.configure(options.get("storage_options"), new_run=True)
     paths = [p for p in catalog.asking_for("tokenizer") if remote.isfile(p)]
     opts = dict(options.pop("options", None) or {}, tokenizer=os.path.abspath(tokenizer))
     if not paths:

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 
 from .errors import StorageError
+from .remote import StorageOptions
 from .storage import SnapshotRecord, Store
 from .tables import TABLES, Table, duckdb_type
 
@@ -81,35 +82,41 @@ def create_raw_views(con: duckdb.DuckDBPyConnection, files: dict[str, list[str]]
 ARROW_SCAN = "arrow-scan:"
 
 
-def register_remote_files(con: duckdb.DuckDBPyConnection, files: dict[str, list[str]]) -> dict[str, list[str]]:
+def register_remote_files(con: duckdb.DuckDBPyConnection, files: dict[str, list[str]],
+                          schemas: dict) -> tuple[dict[str, list[str]], dict]:
     """A remote root's tables as DuckDB reads them without httpfs (not installable offline): per table
     a ``pyarrow.dataset`` over the pinned files through ``pyarrow.fs``, registered in ``con``. DuckDB's
     Arrow scan pushes projections and filters into the dataset, so columns and row groups not needed
-    are not fetched. Returns the table -> "file list" ``raw_select`` reads (``ARROW_SCAN`` + name)."""
+    are not fetched. ``schemas``: each table's Arrow schema at its pinned Delta version, which every
+    file reads as (an older file lacking a later column reads it as null), so opening fetches no
+    footer. Returns the table -> "file list" ``raw_select`` reads (``ARROW_SCAN`` + name), and the
+    registered name -> dataset (a cursor of ``con`` does not see them: ``cursor`` registers them again)."""
     import pyarrow.dataset as ds
 
     from . import remote
 
-    out = {}
+    out, registered = {}, {}
     for name, urls in files.items():
         if not urls:
             out[name] = []
             continue
         fs, _ = remote.fs_path(urls[0])
         paths = [remote.fs_path(u)[1] for u in urls]
-        # the union of the files' columns (older files lack columns declared since: read as null)
-        schemas = [ds.dataset(p, filesystem=fs, format="parquet").schema for p in paths]
-        dataset = ds.dataset(paths, filesystem=fs, format="parquet", schema=_unify(schemas))
+        dataset = ds.dataset(paths, filesystem=fs, format="parquet", schema=schemas[name])
         relation = f"_warehouse_arrow_{name}"
         con.register(relation, dataset)
+        registered[relation] = dataset
         out[name] = [ARROW_SCAN + relation]
-    return out
+    return out, registered
 
 
-def _unify(schemas):
-    import pyarrow as pa
-
-    return pa.unify_schemas(schemas, promote_options="permissive")
+def cursor(con: duckdb.DuckDBPyConnection, snapshot: "Snapshot") -> duckdb.DuckDBPyConnection:
+    """A cursor of ``con`` (a connection of its own to the same database) that reads its views: Arrow
+    datasets registered in ``con`` are not visible from a cursor, so a remote root's are registered again."""
+    c = con.cursor()
+    for relation, dataset in snapshot.datasets.items():
+        c.register(relation, dataset)
+    return c
 
 
 def apply_sql_views(con: duckdb.DuckDBPyConnection, path_fields_files: list[str] | None = None) -> None:
@@ -155,6 +162,8 @@ class Snapshot:
     number: int
     run_id: str | None
     files: tuple[str, ...]  # absolute paths of every Parquet file its views read
+    #: a remote root's tables: the Arrow datasets registered in the connection, by name (``cursor``)
+    datasets: dict = field(default_factory=dict, compare=False, repr=False)
 
     def missing(self) -> list[str]:
         """The files of this snapshot that are gone (deleted by `warehouse compact` once past its retention)."""
@@ -163,12 +172,16 @@ class Snapshot:
         return [f for f in self.files if not remote.exists(f)]
 
 
-def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None,
-                  threads: int | None = None) -> tuple[duckdb.DuckDBPyConnection, Snapshot]:
+def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None, threads: int | None = None,
+                  storage_options: StorageOptions = None) -> tuple[duckdb.DuckDBPyConnection, Snapshot]:
     """``connect(root, as_of=...)`` and the snapshot the connection reads."""
+    from . import remote
+
+    remote.configure_for(root, storage_options)
     store = Store(root)
     record = read_existing_snapshot(store, root, as_of)
-    files = pinned_files(store, record)
+    schemas: dict = {}
+    files = pinned_files(store, record, schemas)
     if as_of is not None:  # an old snapshot: its files may have been vacuumed (the latest's never are)
         from . import remote
 
@@ -184,22 +197,26 @@ def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None,
         con.execute(f"SET threads = {int(threads)}")
     # the files themselves (local paths or URLs), before a remote root's are swapped for Arrow scans
     every = tuple(f for fs in files.values() for f in fs)
+    datasets: dict = {}
     if store.remote:
-        files = register_remote_files(con, files)
+        files, datasets = register_remote_files(con, files, schemas)
     create_raw_views(con, files, record)
     fresh = record.path_fields_sql == path_fields_sql_hash()
     apply_sql_views(con, files.get(PATH_FIELDS) if fresh else None)
-    return con, Snapshot(str(store.root), record.number, record.run_id, every)
+    return con, Snapshot(str(store.root), record.number, record.run_id, every, datasets)
 
 
-def pinned_files(store: Store, record: SnapshotRecord) -> dict[str, list[str]]:
-    """table -> the files of the Delta version ``record`` pins (a vacuumed version: a StorageError saying so)."""
+def pinned_files(store: Store, record: SnapshotRecord, schemas: dict | None = None) -> dict[str, list[str]]:
+    """table -> the files of the Delta version ``record`` pins (a vacuumed version: a StorageError saying so);
+    ``schemas`` (when given) gets each table's Arrow schema at that version."""
     from . import delta
 
     out = {}
     for name, pinned in record.tables.items():
         try:
-            out[name] = delta.live_files(store.table_uri(name), pinned["version"])
+            out[name], schema = delta.live_files_and_schema(store.table_uri(name), pinned["version"])
+            if schemas is not None:
+                schemas[name] = schema
         except Exception as e:  # deltalake's errors for a version whose log was cleaned up, or a table gone
             raise StorageError(
                 f"{store.root}: snapshot {record.number} cannot be read any more: table {name} version "
@@ -250,12 +267,15 @@ def read_existing_snapshot(store: Store, root: str | os.PathLike, as_of: int | N
 NO_WAREHOUSE = "no warehouse here (no snapshot in .warehouse/snapshots)"
 
 
-def connect(root: str | os.PathLike, *, as_of: int | None = None, threads: int | None = None) -> duckdb.DuckDBPyConnection:
+def connect(root: str | os.PathLike, *, as_of: int | None = None, threads: int | None = None,
+            storage_options: StorageOptions = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with every warehouse view over the warehouse at ``root``.
 
     The connection reads one warehouse snapshot: ``as_of`` (a number ``warehouse history``
     lists), by default the latest when it was opened; reconnect to see later ingests. A root
-    with no warehouse (nothing ingested there) is an error.
+    with no warehouse (nothing ingested there) is an error. ``root`` may be an ``s3://`` URL;
+    ``storage_options`` (a dict, or ``KEY=VALUE`` strings) add to and override the AWS
+    environment, as for ``warehouse.ingest`` (docs/storage.md).
     One DuckDB connection runs one query at a time: give each thread its own
     ``con.cursor()`` (``warehouse.open`` does that for you).
 
@@ -265,7 +285,7 @@ def connect(root: str | os.PathLike, *, as_of: int | None = None, threads: int |
     ...
     warehouse.errors.StorageError: ...: no warehouse here (no snapshot in .warehouse/snapshots); create one with `warehouse ingest PATH --root ...`
     """
-    return open_snapshot(root, as_of=as_of, threads=threads)[0]
+    return open_snapshot(root, as_of=as_of, threads=threads, storage_options=storage_options)[0]
 
 
 def materialize_path_fields(sources_file: str, out_path: str):

@@ -31,6 +31,7 @@ import duckdb
 
 from ..errors import ExportError, QueryError, UsageError
 from ..query import columns_hint, open_existing
+from ..remote import StorageOptions
 from ..storage import Store
 from .where import sandbox, selection_sql
 from .workspace import Workspace
@@ -146,9 +147,10 @@ def export(
     progress: bool = True,
     memory_limit: str = MEMORY_LIMIT,
     as_of: int | None = None,
+    storage_options: StorageOptions = None,
 ) -> ExportSummary:
-    """Write the responses matching ``where`` (and their children) to ``out`` as ``fmt``, from warehouse
-    snapshot ``as_of`` (default: the latest)."""
+    """Write the responses matching ``where`` (and their children) to ``out`` (a local path) as ``fmt``, from
+    warehouse snapshot ``as_of`` (default: the latest) of ``root`` (a local directory or an ``s3://`` URL)."""
     registry = formats(extra_formats)
     if fmt not in registry:
         raise UsageError(f"unknown export format {fmt!r}; choose one of: {', '.join(registry)}")
@@ -162,7 +164,7 @@ def export(
     if not MEMORY_SIZE.fullmatch(memory_limit.strip()):
         raise UsageError(f"--memory-limit {memory_limit!r}: not a memory size (give e.g. 1GB, 512MB)")
     t0 = time.monotonic()
-    con = open_existing(root, as_of)
+    con = open_existing(root, as_of, storage_options)
     shown = _Progress(con, fmt, progress)  # before the sandbox locks the connection's settings
     made: list[str] = []
     space, done = None, False
@@ -176,7 +178,10 @@ def export(
         # DuckDB may use this much memory, then writes what it holds to the workspace's spill
         # folder (sorts, joins, the staged tables of nested formats): the export's memory is bounded.
         con.execute("SET temp_directory = ?", [space.spill]).fetchall()
-        sandbox(con, [str(d) for d in Store(root).table_dirs()])  # the Delta tables' folders only
+        store = Store(root)
+        # the Delta tables' folders only; a remote root's tables are Arrow datasets registered in the
+        # connection (views.register_remote_files), read without DuckDB's file system: no folder at all
+        sandbox(con, [] if store.remote else [str(d) for d in store.table_dirs()])
         total = select(con, where)
         shown.selected(total)
         ctx = ExportContext(con, space.output, total, shown, target=out)
@@ -201,7 +206,9 @@ def export(
 
 def _check_out(root: str, out: str) -> None:
     """--out must not be the warehouse root, inside it, or hold it: the export would write into the
-    warehouse, or (replacing a directory) delete it."""
+    warehouse, or (replacing a directory) delete it. (--out is local: a URL root never holds it.)"""
+    if Store(root).remote:
+        return
     real_root = os.path.realpath(root)
     real_out = os.path.join(os.path.realpath(os.path.dirname(out)), os.path.basename(out))
     if os.path.commonpath([real_root, real_out]) in (real_root, real_out):

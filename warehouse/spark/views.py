@@ -6,8 +6,9 @@ Two layers, as in DuckDB (``warehouse/views.py``):
   (``warehouse.storage.snapshot_files``, the one place that knows them), read with the
   declared schema. A session with the Delta connector (``delta-spark``: its SQL extension
   configured) reads each table through it instead, at the Delta version the snapshot pins
-  (``versionAsOf``), which gives the same rows; either way so a column an older file lacks is NULL and an empty table is a typed
-  empty view. JSON columns are text (Spark has no JSON type; ``get_json_object``,
+  (``versionAsOf``), which gives the same rows; an ``s3://`` root is read by the Python data
+  source of ``warehouse.spark.source`` (Spark's s3a:// needs a JAR from Maven). Every way a
+  column an older file lacks is NULL and an empty table is a typed empty view. JSON columns are text (Spark has no JSON type; ``get_json_object``,
   ``from_json`` and ``parse_json`` read them).
 * the views of ``sql/`` in name order, then the installed formats' ``views``, each
   translated from DuckDB to Spark SQL (``warehouse.spark.translate``). ``path_fields``
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from ..remote import StorageOptions
 from ..storage import snapshot_files
 from ..tables import TABLES, Table
 from ..views import format_views, view_files
@@ -31,7 +33,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 
-def register(spark: SparkSession, root: str | os.PathLike, *, as_of: int | None = None) -> list[str]:
+def register(spark: SparkSession, root: str | os.PathLike, *, as_of: int | None = None,
+             storage_options: StorageOptions = None) -> list[str]:
     """Make every table (``raw_<table>``) and every view of the warehouse at ``root`` a temporary
     view of ``spark``; returns the names of the views, in the order they were made.
 
@@ -39,9 +42,23 @@ def register(spark: SparkSession, root: str | os.PathLike, *, as_of: int | None 
     read the files of that snapshot, so later ingests do not change them: register again to see
     them. A snapshot's files stay until `warehouse compact` vacuums them (after its retention), as for
     DuckDB connections.
+
+    ``root`` may be an ``s3://`` URL (``storage_options`` as for ``warehouse.ingest``): its tables are then
+    read by the Python data source of ``warehouse.spark.source`` (no S3 connector JAR needed); a local
+    root by Spark's own Parquet reader, or the Delta connector when the session has it.
     """
+    from .. import remote
+
     names = []
-    if has_delta_connector(spark):
+    remote.configure_for(root, storage_options)
+    if remote.is_url(os.fspath(root)):
+        from .source import frame
+
+        files = snapshot_files(root, as_of=as_of)
+        options = remote.delta_options(os.fspath(root)) or {}
+        frames = {t.name: frame(spark, t.name, files[t.name], options) if files.get(t.name)
+                  else _table_frame(spark, t, []) for t in TABLES.values()}
+    elif has_delta_connector(spark):
         frames = _delta_frames(spark, root, as_of)
     else:
         files = snapshot_files(root, as_of=as_of)
