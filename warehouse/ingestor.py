@@ -60,6 +60,9 @@ class Ingestor(ABC):
     line_records: ClassVar[bool] = False
     #: True when the format implements ``fast_lines`` (a vectorised path for JSONL blocks)
     fast_path: ClassVar[bool] = False
+    #: True when the format implements ``fast_document`` and ``fast_documents`` (many whole .json
+    #: files mapped at once: a run of many small files pays no per-record mapping in Python)
+    fast_documents_path: ClassVar[bool] = False
 
     # --- what it adds to the warehouse --------------------------------------------------------
     #: columns it adds to the shared tables, ``{table name: (Column, ...)}``; merged into
@@ -134,6 +137,26 @@ class Ingestor(ABC):
         the format declares no fast path.
         """
         raise NotImplementedError(f"format {self.name!r} has no fast path (fast_path = False)")
+
+    def fast_document(self, path: str, head: bytes, data: bytes) -> Record | None:
+        """Optional (``fast_documents_path = True``): the one record of the whole .json file ``path``
+        (bytes ``data``, first bytes ``head`` without a BOM) when ``fast_documents`` maps it exactly,
+        else None: the file goes through ``records``/``map``. Called for every such file; the
+        worker gathers the records it takes and hands them to ``fast_documents`` together.
+
+        Raises: nothing on bad input (return None instead).
+        """
+        return None
+
+    def fast_documents(self, docs: list[tuple[str, Record]]) -> dict | None:
+        """Optional: the Arrow tables (every provenance column filled) of many ``(path, record)``
+        that ``fast_document`` took, in that order: the rows ``map`` would give each record. None, or
+        tables Arrow's full validation refuses, sends every one of them through ``map``. A test
+        holds each format's document path to the record path.
+
+        Raises: nothing on bad input.
+        """
+        return None
 
 
 class FastResult:

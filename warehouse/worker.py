@@ -33,6 +33,10 @@ from .storage import Store
 
 ProgressFn = Callable[[int, int], None]  # (files done, bytes done) increments
 
+#: whole .json files a format's document path takes, gathered before they are mapped together
+#: (their parsed records stay alive until then: 512 inference files are ~30 MB of Python objects)
+DOCUMENTS_AT_ONCE = 512
+
 
 @dataclass
 class WorkItem:
@@ -85,6 +89,20 @@ def detect(path: str, head: bytes, ingestors: Sequence[Ingestor]) -> Ingestor | 
     return None
 
 
+@dataclass(slots=True)
+class _Document:
+    """A whole file the format's document path took: its record waits for the others of its group."""
+
+    path: str
+    ingestor: Ingestor
+    record: Record
+    sha256: str
+    size: int
+    mtime_ns: int
+    dependencies: list
+    tree: str
+
+
 class BatchIngest:
     def __init__(self, spec: BatchSpec, progress: ProgressFn | None = None):
         self.spec = spec
@@ -96,6 +114,7 @@ class BatchIngest:
         self.sink = RecordSink(Store(spec.root), spec.run_id, spec.batch_no, strict=spec.strict)
         self.result = BatchResult(spec.batch_no)
         self.now = dt.datetime.now(dt.timezone.utc)
+        self._documents: list[_Document] = []  # taken by a format's document path, not mapped yet
 
     # --- entry point ----------------------------------------------------------
 
@@ -105,6 +124,7 @@ class BatchIngest:
         try:
             for item in self.spec.items:
                 self._file(item)
+            self._map_documents()
             self.sink.flush()
         except StrictStop as stop:
             self.result.strict_failure = stop.failure
@@ -178,7 +198,11 @@ class BatchIngest:
                     counts,
                 )
                 status = "unrecognised"
+            elif self._document(path, ingestor, src):
+                self.progress(1, src.size)
+                return  # catalogued once its group is mapped
             else:
+                self._map_documents()  # the files before it keep their place in the tables
                 status = "ingested" if self._fast(path, ingestor, src, counts) else self._records(path, ingestor, src, counts)
             self._catalog(path, fmt, src.sha256(), src.size, src.mtime_ns, counts, status, src.dependencies, src.tree)
             self.progress(1, src.size)
@@ -226,6 +250,39 @@ class BatchIngest:
         for line_number, line in result.rest:
             self._records(path, ingestor, SourceFile.of_lines(src, line, line_number), counts)
         return True
+
+    def _document(self, path: str, ingestor: Ingestor, src: SourceFile) -> bool:
+        """Gather a whole .json file for its format's document path; False when the format does not take it."""
+        if not (self.spec.fast_paths and ingestor.fast_documents_path and src.whole and path.lower().endswith(".json")):
+            return False
+        record = ingestor.fast_document(path, src.head.removeprefix(BOM), src.data())
+        if record is None:
+            return False
+        if self._documents and self._documents[0].ingestor is not ingestor:
+            self._map_documents()
+        self._documents.append(_Document(path, ingestor, record, src.sha256(), src.size, src.mtime_ns,
+                                         list(src.dependencies), src.tree))
+        if len(self._documents) >= DOCUMENTS_AT_ONCE:
+            self._map_documents()
+        return True
+
+    def _map_documents(self) -> None:
+        """Map the gathered files together and catalog them; if the format's tables are refused,
+        each record goes through ``map`` instead (mapped or quarantined exactly)."""
+        docs, self._documents = self._documents, []
+        if not docs:
+            return
+        ingestor = docs[0].ingestor
+        tables = ingestor.fast_documents([(d.path, d.record) for d in docs])
+        kept = tables is not None and self.sink.tables(tables, len(docs), Counts())
+        for d in docs:
+            counts = Counts()
+            if kept:
+                counts.seen = counts.ingested = 1
+            else:
+                self.sink.record(d.path, ingestor, d.record, counts)
+            self._catalog(d.path, ingestor.name, d.sha256, d.size, d.mtime_ns, counts, "ingested", d.dependencies,
+                          d.tree)
 
     def _records(self, path: str, ingestor: Ingestor, src: SourceFile, counts: Counts) -> str:
         """Feed the file's records through; a failing reader loses no count and stops no run."""
