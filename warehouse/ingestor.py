@@ -138,21 +138,23 @@ class Ingestor(ABC):
         """
         raise NotImplementedError(f"format {self.name!r} has no fast path (fast_path = False)")
 
-    def fast_document(self, path: str, head: bytes, data: bytes) -> Record | None:
-        """Optional (``fast_documents_path = True``): the one record of the whole .json file ``path``
-        (bytes ``data``, first bytes ``head`` without a BOM) when ``fast_documents`` maps it exactly,
-        else None: the file goes through ``records``/``map``. Called for every such file; the
-        worker gathers the records it takes and hands them to ``fast_documents`` together.
+    def fast_document(self, path: str, head: bytes, data: bytes) -> bool:
+        """Optional (``fast_documents_path = True``): whether the whole .json file ``path`` (bytes
+        ``data``, first bytes ``head`` without a BOM) goes to ``fast_documents``; False: it goes
+        through ``records``/``map`` now. Called for every such file, so keep it cheap: a file it
+        takes may still be handed back by ``fast_documents``.
 
-        Raises: nothing on bad input (return None instead).
+        Raises: nothing on bad input (return False instead).
         """
-        return None
+        return False
 
-    def fast_documents(self, docs: list[tuple[str, Record]]) -> dict | None:
-        """Optional: the Arrow tables (every provenance column filled) of many ``(path, record)``
-        that ``fast_document`` took, in that order: the rows ``map`` would give each record. None, or
-        tables Arrow's full validation refuses, sends every one of them through ``map``. A test
-        holds each format's document path to the record path.
+    def fast_documents(self, docs: list[tuple[str, bytes]]) -> "FastResult | None":
+        """Optional: map many whole files ``fast_document`` took, ``(path, bytes)``, at once: the tables
+        (every provenance column filled) of the files it maps, each one record at locator "", the rows
+        ``map`` would give; in ``FastResult.rest`` the indices (in ``docs``) of the files it leaves to
+        ``records``/``map``; or None to leave them all. The tables pass Arrow's full validation before
+        any row is kept (else every file goes the record path). A test holds each format's document
+        path to the record path.
 
         Raises: nothing on bad input.
         """
@@ -161,7 +163,8 @@ class Ingestor(ABC):
 
 class FastResult:
     """What a fast path made of a block: Arrow tables by name, how many records they hold,
-    and the lines it left to the record path, as (line number, line bytes)."""
+    and the lines it left to the record path, as (line number, line bytes); of many documents
+    (``fast_documents``), the indices of the documents it left."""
 
     __slots__ = ("tables", "records", "rest")
 

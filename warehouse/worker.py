@@ -34,8 +34,8 @@ from .storage import Store
 ProgressFn = Callable[[int, int], None]  # (files done, bytes done) increments
 
 #: whole .json files a format's document path takes, gathered before they are mapped together
-#: (their parsed records stay alive until then: 512 inference files are ~30 MB of Python objects)
-DOCUMENTS_AT_ONCE = 512
+#: (their bytes stay in memory until then: 1024 inference files are ~8 MB)
+DOCUMENTS_AT_ONCE = 1024
 
 
 @dataclass
@@ -91,16 +91,12 @@ def detect(path: str, head: bytes, ingestors: Sequence[Ingestor]) -> Ingestor | 
 
 @dataclass(slots=True)
 class _Document:
-    """A whole file the format's document path took: its record waits for the others of its group."""
+    """A whole file the format's document path took (closed, its bytes kept): it waits for the
+    others of its group."""
 
     path: str
     ingestor: Ingestor
-    record: Record
-    sha256: str
-    size: int
-    mtime_ns: int
-    dependencies: list
-    tree: str
+    src: SourceFile
 
 
 class BatchIngest:
@@ -255,34 +251,34 @@ class BatchIngest:
         """Gather a whole .json file for its format's document path; False when the format does not take it."""
         if not (self.spec.fast_paths and ingestor.fast_documents_path and src.whole and path.lower().endswith(".json")):
             return False
-        record = ingestor.fast_document(path, src.head.removeprefix(BOM), src.data())
-        if record is None:
+        if not ingestor.fast_document(path, src.head.removeprefix(BOM), src.data()):
             return False
         if self._documents and self._documents[0].ingestor is not ingestor:
             self._map_documents()
-        self._documents.append(_Document(path, ingestor, record, src.sha256(), src.size, src.mtime_ns,
-                                         list(src.dependencies), src.tree))
+        self._documents.append(_Document(path, ingestor, src))
         if len(self._documents) >= DOCUMENTS_AT_ONCE:
             self._map_documents()
         return True
 
     def _map_documents(self) -> None:
-        """Map the gathered files together and catalog them; if the format's tables are refused,
-        each record goes through ``map`` instead (mapped or quarantined exactly)."""
+        """Map the gathered files together and catalog them; the files the format leaves (or all,
+        when its tables are refused) go through ``records``/``map``: mapped or quarantined exactly."""
         docs, self._documents = self._documents, []
         if not docs:
             return
         ingestor = docs[0].ingestor
-        tables = ingestor.fast_documents([(d.path, d.record) for d in docs])
-        kept = tables is not None and self.sink.tables(tables, len(docs), Counts())
-        for d in docs:
-            counts = Counts()
-            if kept:
-                counts.seen = counts.ingested = 1
+        result = ingestor.fast_documents([(d.path, d.src.data()) for d in docs])
+        kept = result is not None and self.sink.tables(result.tables, result.records, Counts())
+        left = set(result.rest) if kept else set(range(len(docs)))
+        for i, d in enumerate(docs):
+            counts, src = Counts(), d.src
+            if i in left:
+                status = self._records(d.path, ingestor, src, counts)
             else:
-                self.sink.record(d.path, ingestor, d.record, counts)
-            self._catalog(d.path, ingestor.name, d.sha256, d.size, d.mtime_ns, counts, "ingested", d.dependencies,
-                          d.tree)
+                counts.seen = counts.ingested = 1
+                status = "ingested"
+            self._catalog(d.path, ingestor.name, src.sha256(), src.size, src.mtime_ns, counts, status,
+                          src.dependencies, src.tree)
 
     def _records(self, path: str, ingestor: Ingestor, src: SourceFile, counts: Counts) -> str:
         """Feed the file's records through; a failing reader loses no count and stops no run."""

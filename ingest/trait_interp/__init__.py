@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from warehouse.ingestor import Ingestor
+from warehouse.ingestor import FastResult, Ingestor
 from warehouse.readers import BOM, SourceFile, json_document_records
 from warehouse.records import Mapped, Record, RecordContext
 
@@ -68,15 +68,13 @@ class TraitInterp(Ingestor):
             return _of_kind(json_document_records(src), kind)
         return json_document_records(src)  # responses: no envelope
 
-    def fast_document(self, path: str, head: bytes, data: bytes) -> Record | None:
+    def fast_document(self, path: str, head: bytes, data: bytes) -> bool:
         # By the path alone: a file the content test (kinds.kind_of) would call an annotation file
-        # has "response_source" or "detailed_annotations" as a key, and fast.py takes no such key.
-        if data.startswith(BOM) or kinds.kind_of_path(path) != kinds.RESPONSES:
-            return None
-        return fast.response_record(data)
+        # has "response_source" or "detailed_annotations" as a key, which fast.py refuses.
+        return not data.startswith(BOM) and kinds.kind_of_path(path) == kinds.RESPONSES and fast.takes(data)
 
-    def fast_documents(self, docs: list[tuple[str, Record]]):
-        return fast.response_tables(docs, self.name)
+    def fast_documents(self, docs: list[tuple[str, bytes]]) -> FastResult | None:
+        return fast.documents(docs, self.name)
 
     def map(self, record: Record, ctx: RecordContext) -> Mapped:
         kind = record.envelope.get(kinds.KIND) if record.envelope else kinds.RESPONSES
