@@ -38,7 +38,7 @@ from .catalog import Catalog
 from .delta import Part
 from .storage import RUN_ID, SnapshotRecord, Store, fsync
 from .tables import SOURCES, TABLES
-from .views import PATH_FIELDS, materialize_path_fields, path_fields_sql_hash
+from .views import PATH_FIELDS, PathFieldsAhead, materialize_path_fields, path_fields_sql_hash
 from .worker import BatchResult
 from .writer import PARQUET_OPTIONS, open_parquet_writer
 
@@ -58,6 +58,8 @@ class Changes:
     parts: dict[str, list[Part]] = field(default_factory=dict)
     #: the run options to remember
     settings: dict = field(default_factory=dict)
+    #: path_fields evaluated while the batches ran, if the runner started it
+    path_fields: PathFieldsAhead | None = None
 
     @classmethod
     def of(cls, run_id: str, results: Iterable[BatchResult], removed: set[str], settings: dict) -> "Changes":
@@ -128,7 +130,7 @@ def commit(store: Store, record: SnapshotRecord, catalog: Catalog, changes: Chan
     plan.append(_whole(store, record, "sources", SOURCES.arrow_schema, Part.of(str(store.root), sources_path)))
     if not same_paths:
         pf_path = store.data_path(PATH_FIELDS, f"{run_id}.parquet")
-        pf_schema = _path_fields(store, rows, sources_path, pf_path)
+        pf_schema = _path_fields(store, rows, sources_path, pf_path, changes.path_fields)
         plan.append(_whole(store, record, PATH_FIELDS, pf_schema, Part.of(str(store.root), pf_path)))
     if not store.remote:  # a put is durable once it returns; local files are synced before the commit
         for change in plan:
@@ -155,10 +157,13 @@ def commit(store: Store, record: SnapshotRecord, catalog: Catalog, changes: Chan
     return True
 
 
-def _path_fields(store: Store, rows: list[dict], sources_path: str, pf_path: str) -> pa.Schema:
-    """Materialise path_fields at ``pf_path``; on a remote root DuckDB works on a local copy (no httpfs here)."""
+def _path_fields(store: Store, rows: list[dict], sources_path: str, pf_path: str,
+                 ahead: PathFieldsAhead | None = None) -> pa.Schema:
+    """Materialise path_fields at ``pf_path`` (from ``ahead`` when it knew every path); on a remote root
+    DuckDB works on a local copy (no httpfs here)."""
     if not store.remote:
-        return materialize_path_fields(sources_path, pf_path)
+        schema = ahead.write(sources_path, pf_path) if ahead is not None else None
+        return schema if schema is not None else materialize_path_fields(sources_path, pf_path)
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="warehouse-pf-") as tmp:
