@@ -227,7 +227,7 @@ def test_a_failed_run_into_a_new_root_leaves_no_trace(tmp_path, monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("a bug at commit time")
 
-    monkeypatch.setattr(commit, "materialize_path_fields", boom)
+    monkeypatch.setattr(commit, "_path_fields", boom)  # (path_fields may be evaluated ahead: written here)
     with pytest.raises(RuntimeError):
         warehouse.ingest([str(tmp_path / "src")], str(tmp_path / "wh"), progress=False)
     assert not (tmp_path / "wh").exists()

@@ -109,3 +109,32 @@ def test_a_path_field_filter_reaches_the_parquet_scan_as_a_list_of_paths(tmp_pat
     plan = con.execute("EXPLAIN ANALYZE SELECT response FROM responses WHERE prompt_set = 'wanted'").fetchall()[0][1]
     assert "source_path IN (" in plan
     assert con.execute("SELECT count(*) FROM responses WHERE prompt_set = 'wanted'").fetchone() == (80,)
+
+
+def test_path_fields_evaluated_while_the_batches_run_are_the_ones_materialised_after(tmp_path):
+    """The runner evaluates path_fields for the paths it knows before its batches end
+    (views.PathFieldsAhead); the commit writes the rows of the catalogued paths, exactly the file
+    materialize_path_fields writes, or nothing when a catalogued path was not known ahead."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from warehouse.views import PathFieldsAhead, materialize_path_fields
+
+    paths = [p for p, _ in CASES]
+    sources = tmp_path / "sources.parquet"
+    pq.write_table(pa.table({"source_path": paths[1:]}), sources)  # one known path was not catalogued
+    direct = materialize_path_fields(str(sources), str(tmp_path / "direct.parquet"))
+    ahead = PathFieldsAhead(set(paths) | {"/elsewhere/x.json"})
+    try:
+        assert ahead.write(str(sources), str(tmp_path / "ahead.parquet")) == direct
+    finally:
+        ahead.close()
+    assert pq.read_table(tmp_path / "ahead.parquet").equals(pq.read_table(tmp_path / "direct.parquet"))
+    assert pq.ParquetFile(tmp_path / "ahead.parquet").schema == pq.ParquetFile(tmp_path / "direct.parquet").schema
+
+    partial = PathFieldsAhead(set(paths[:2]))
+    try:
+        assert partial.write(str(sources), str(tmp_path / "partial.parquet")) is None
+    finally:
+        partial.close()
+    assert not (tmp_path / "partial.parquet").exists()

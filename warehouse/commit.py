@@ -6,8 +6,8 @@ catalog rows, the sources whose bytes were the same, the sources pruned, and the
 Parquet files its batches wrote (``delta.Part``). ``commit`` works in two phases:
 
 1. *prepare* (may be interrupted: nothing is live yet): the files holding rows of
-   replaced or pruned sources are rewritten without them, the catalog (``sources``) and
-   ``path_fields`` are written whole, each a file of the run;
+   replaced or pruned sources are rewritten without them, the catalog (``sources``) is written
+   whole, and ``path_fields`` too when the set of source paths changed, each a file of the run;
 2. *commit* (Ctrl-C waits until it is over): per table one Delta version (removes and
    adds together), then the warehouse snapshot that pins every table's new version
    (``Store.write_snapshot``). That file is the commit point of the run.
@@ -38,7 +38,7 @@ from .catalog import Catalog
 from .delta import Part
 from .storage import RUN_ID, LeaseLost, SnapshotRecord, Store, fsync
 from .tables import SOURCES, TABLES
-from .views import PATH_FIELDS, materialize_path_fields, path_fields_sql_hash
+from .views import PATH_FIELDS, PathFieldsAhead, materialize_path_fields, path_fields_sql_hash
 from .worker import BatchResult
 from .writer import PARQUET_OPTIONS, open_parquet_writer
 
@@ -58,6 +58,8 @@ class Changes:
     parts: dict[str, list[Part]] = field(default_factory=dict)
     #: the run options to remember
     settings: dict = field(default_factory=dict)
+    #: path_fields evaluated while the batches ran, if the runner started it
+    path_fields: PathFieldsAhead | None = None
 
     @classmethod
     def of(cls, run_id: str, results: Iterable[BatchResult], removed: set[str], settings: dict) -> "Changes":
@@ -95,6 +97,9 @@ def commit(store: Store, record: SnapshotRecord, catalog: Catalog, changes: Chan
         return False
     rows_of = catalog.rows
     replaced = ({p for p in new_sources if p in rows_of} | removed) & set(rows_of)
+    # path_fields depends on the source paths alone: the same paths under the same SQL keep its version
+    same_paths = (not (removed & set(rows_of)) and all(p in rows_of for p in new_sources)
+                  and record.version(PATH_FIELDS) is not None and record.path_fields_sql == path_fields_sql_hash())
     for p, mtime in touched:
         rows_of[p]["mtime_ns"] = mtime
     for p in removed:
@@ -123,9 +128,10 @@ def commit(store: Store, record: SnapshotRecord, catalog: Catalog, changes: Chan
     fs, where = remote.fs_path(sources_path)
     pq.write_table(pa.Table.from_pylist(rows, schema=SOURCES.arrow_schema), where, filesystem=fs, **PARQUET_OPTIONS)
     plan.append(_whole(store, record, "sources", SOURCES.arrow_schema, Part.of(str(store.root), sources_path)))
-    pf_path = store.data_path(PATH_FIELDS, f"{run_id}.parquet")
-    pf_schema = _path_fields(store, rows, sources_path, pf_path)
-    plan.append(_whole(store, record, PATH_FIELDS, pf_schema, Part.of(str(store.root), pf_path)))
+    if not same_paths:
+        pf_path = store.data_path(PATH_FIELDS, f"{run_id}.parquet")
+        pf_schema = _path_fields(store, rows, sources_path, pf_path, changes.path_fields)
+        plan.append(_whole(store, record, PATH_FIELDS, pf_schema, Part.of(str(store.root), pf_path)))
     if not store.remote:  # a put is durable once it returns; local files are synced before the commit
         for change in plan:
             for part in change.adds:
@@ -151,10 +157,13 @@ def commit(store: Store, record: SnapshotRecord, catalog: Catalog, changes: Chan
     return True
 
 
-def _path_fields(store: Store, rows: list[dict], sources_path: str, pf_path: str) -> pa.Schema:
-    """Materialise path_fields at ``pf_path``; on a remote root DuckDB works on a local copy (no httpfs here)."""
+def _path_fields(store: Store, rows: list[dict], sources_path: str, pf_path: str,
+                 ahead: PathFieldsAhead | None = None) -> pa.Schema:
+    """Materialise path_fields at ``pf_path`` (from ``ahead`` when it knew every path); on a remote root
+    DuckDB works on a local copy (no httpfs here)."""
     if not store.remote:
-        return materialize_path_fields(sources_path, pf_path)
+        schema = ahead.write(sources_path, pf_path) if ahead is not None else None
+        return schema if schema is not None else materialize_path_fields(sources_path, pf_path)
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="warehouse-pf-") as tmp:

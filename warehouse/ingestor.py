@@ -60,6 +60,9 @@ class Ingestor(ABC):
     line_records: ClassVar[bool] = False
     #: True when the format implements ``fast_lines`` (a vectorised path for JSONL blocks)
     fast_path: ClassVar[bool] = False
+    #: True when the format implements ``fast_document`` and ``fast_documents`` (many whole .json
+    #: files mapped at once: a run of many small files pays no per-record mapping in Python)
+    fast_documents_path: ClassVar[bool] = False
 
     # --- what it adds to the warehouse --------------------------------------------------------
     #: columns it adds to the shared tables, ``{table name: (Column, ...)}``; merged into
@@ -135,10 +138,33 @@ class Ingestor(ABC):
         """
         raise NotImplementedError(f"format {self.name!r} has no fast path (fast_path = False)")
 
+    def fast_document(self, path: str, head: bytes, data: bytes) -> bool:
+        """Optional (``fast_documents_path = True``): whether the whole .json file ``path`` (bytes
+        ``data``, first bytes ``head`` without a BOM) goes to ``fast_documents``; False: it goes
+        through ``records``/``map`` now. Called for every such file, so keep it cheap: a file it
+        takes may still be handed back by ``fast_documents``.
+
+        Raises: nothing on bad input (return False instead).
+        """
+        return False
+
+    def fast_documents(self, docs: list[tuple[str, bytes]]) -> "FastResult | None":
+        """Optional: map many whole files ``fast_document`` took, ``(path, bytes)``, at once: the tables
+        (every provenance column filled) of the files it maps, each one record at locator "", the rows
+        ``map`` would give; in ``FastResult.rest`` the indices (in ``docs``) of the files it leaves to
+        ``records``/``map``; or None to leave them all. The tables pass Arrow's full validation before
+        any row is kept (else every file goes the record path). A test holds each format's document
+        path to the record path.
+
+        Raises: nothing on bad input.
+        """
+        return None
+
 
 class FastResult:
     """What a fast path made of a block: Arrow tables by name, how many records they hold,
-    and the lines it left to the record path, as (line number, line bytes)."""
+    and the lines it left to the record path, as (line number, line bytes); of many documents
+    (``fast_documents``), the indices of the documents it left."""
 
     __slots__ = ("tables", "records", "rest")
 

@@ -39,7 +39,7 @@ from .progress import IngestProgress
 from .readers import inside
 from .registry import Registry
 from .storage import SnapshotRecord, Store, new_run_id
-from .views import NO_WAREHOUSE
+from .views import NO_WAREHOUSE, PathFieldsAhead
 from .summary import IngestSummary
 from .worker import BatchIngest, BatchResult, BatchSpec, WorkItem
 
@@ -150,6 +150,8 @@ def ingest(
                     parent.unreachable(u.path, u.message)
             finally:
                 results.append(parent.run())
+        # path_fields of every path the commit may catalogue, evaluated while the batches run
+        ahead = _path_fields_ahead(store, catalog, work)
         items, sizes, scans = split_large_files(work.items, work.sizes, ingestors)
         bar = IngestProgress(len(items) + len(scans), sum(sizes) + sum(s.item_size for s in scans), enabled=progress)
         try:
@@ -165,7 +167,13 @@ def ingest(
 
         for r in results:
             summary.add(r)
-        summary.committed = commit(store, record, catalog, Changes.of(run_id, results, gone, settings))
+        changes = Changes.of(run_id, results, gone, settings)
+        changes.path_fields = ahead
+        try:
+            summary.committed = commit(store, record, catalog, changes)
+        finally:
+            if ahead is not None:
+                ahead.close()
     summary.seconds = time.monotonic() - t0
     return summary
 
@@ -228,6 +236,15 @@ def _what_to_read(paths: Sequence[str], existing: list[str], store: Store, catal
             work.items.append(WorkItem(path, None, tree=tree))
             work.sizes.append(remote.getsize(path))
     return work
+
+
+def _path_fields_ahead(store: Store, catalog: Catalog, work: _Work) -> PathFieldsAhead | None:
+    """Start evaluating path_fields for the catalogued and walked paths when the run brings a new
+    path (else the commit keeps the path_fields it has); local roots (a remote one copies it)."""
+    walked = {i.path for i in work.items} | {u.path for u in work.unreachable}
+    if store.remote or all(p in catalog for p in walked):
+        return None
+    return PathFieldsAhead(set(catalog.rows) | walked)
 
 
 def _run_batches(items: list[WorkItem], sizes: list[int], spec_args: dict, jobs: int | None, bar: IngestProgress,

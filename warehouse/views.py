@@ -302,3 +302,61 @@ def materialize_path_fields(sources_file: str, out_path: str):
     finally:
         con.close()
     return pq.read_schema(out_path)
+
+
+class PathFieldsAhead:
+    """``path_fields`` of the source paths a run knows before its batches end (the catalog's and the
+    walk's), evaluated in a thread while the batches run (DuckDB releases the GIL): the commit then
+    only keeps the rows of the paths it catalogues (``write``) instead of running the regular
+    expressions after the batches (~0.3 s of a 20,000-file run's wall time, on its critical path)."""
+
+    def __init__(self, paths: set[str]):
+        import threading
+
+        import weakref
+
+        self._con = duckdb.connect(":memory:")
+        weakref.finalize(self, self._con.close)  # a run that fails before its commit drops it unclosed
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._evaluate, args=(sorted(paths),), daemon=True,
+                                        name="path-fields")
+        self._thread.start()
+
+    def _evaluate(self, paths: list[str]) -> None:
+        import pyarrow as pa
+
+        try:
+            con = self._con
+            con.execute("SET threads = 1")  # beside the batches: one core at most
+            con.execute("CREATE SCHEMA raw")
+            con.register("known_paths", pa.table({"source_path": pa.array(paths, pa.string())}))
+            con.execute("CREATE VIEW raw.sources AS SELECT source_path FROM known_paths")
+            con.execute((sql_dir() / PATH_FIELDS_SQL).read_text())
+            # kept as Arrow: a DuckDB table would be written with NOT NULL columns, unlike the direct COPY
+            self._rows = con.sql("SELECT * FROM path_fields").to_arrow_table()
+        except BaseException as e:  # the commit then materialises path_fields itself
+            self._error = e
+
+    def write(self, sources_file: str, out_path: str):
+        """Write what ``materialize_path_fields(sources_file, out_path)`` would; its Arrow schema, or None
+        (nothing written) when a catalogued path was not known ahead or the evaluation failed."""
+        import pyarrow.parquet as pq
+
+        self._thread.join()
+        if self._error is not None:
+            return None
+        con = self._con
+        con.register("ahead", self._rows)
+        con.execute(f"CREATE OR REPLACE VIEW wanted AS SELECT source_path FROM read_parquet({_quote(sources_file)})")
+        if con.execute("SELECT count(*) FROM wanted ANTI JOIN ahead USING (source_path)").fetchone()[0]:
+            return None
+        os.makedirs(os.path.dirname(out_path), exist_ok=True)
+        # source_path from the catalog file, as the direct COPY has it (declared NOT NULL there)
+        con.execute(f"COPY (SELECT wanted.source_path, ahead.* EXCLUDE (source_path) FROM wanted "
+                    f"JOIN ahead ON wanted.source_path = ahead.source_path ORDER BY wanted.source_path) "
+                    f"TO {_quote(out_path)} (FORMAT parquet, COMPRESSION zstd)")
+        return pq.read_schema(out_path)
+
+    def close(self) -> None:
+        self._thread.join()
+        self._con.close()

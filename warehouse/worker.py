@@ -33,6 +33,10 @@ from .storage import Store
 
 ProgressFn = Callable[[int, int], None]  # (files done, bytes done) increments
 
+#: whole .json files a format's document path takes, gathered before they are mapped together
+#: (their bytes stay in memory until then: 1024 inference files are ~8 MB)
+DOCUMENTS_AT_ONCE = 1024
+
 
 @dataclass
 class WorkItem:
@@ -85,6 +89,16 @@ def detect(path: str, head: bytes, ingestors: Sequence[Ingestor]) -> Ingestor | 
     return None
 
 
+@dataclass(slots=True)
+class _Document:
+    """A whole file the format's document path took (closed, its bytes kept): it waits for the
+    others of its group."""
+
+    path: str
+    ingestor: Ingestor
+    src: SourceFile
+
+
 class BatchIngest:
     def __init__(self, spec: BatchSpec, progress: ProgressFn | None = None):
         self.spec = spec
@@ -96,6 +110,7 @@ class BatchIngest:
         self.sink = RecordSink(Store(spec.root), spec.run_id, spec.batch_no, strict=spec.strict)
         self.result = BatchResult(spec.batch_no)
         self.now = dt.datetime.now(dt.timezone.utc)
+        self._documents: list[_Document] = []  # taken by a format's document path, not mapped yet
 
     # --- entry point ----------------------------------------------------------
 
@@ -105,6 +120,7 @@ class BatchIngest:
         try:
             for item in self.spec.items:
                 self._file(item)
+            self._map_documents()
             self.sink.flush()
         except StrictStop as stop:
             self.result.strict_failure = stop.failure
@@ -178,7 +194,11 @@ class BatchIngest:
                     counts,
                 )
                 status = "unrecognised"
+            elif self._document(path, ingestor, src):
+                self.progress(1, src.size)
+                return  # catalogued once its group is mapped
             else:
+                self._map_documents()  # the files before it keep their place in the tables
                 status = "ingested" if self._fast(path, ingestor, src, counts) else self._records(path, ingestor, src, counts)
             self._catalog(path, fmt, src.sha256(), src.size, src.mtime_ns, counts, status, src.dependencies, src.tree)
             self.progress(1, src.size)
@@ -226,6 +246,39 @@ class BatchIngest:
         for line_number, line in result.rest:
             self._records(path, ingestor, SourceFile.of_lines(src, line, line_number), counts)
         return True
+
+    def _document(self, path: str, ingestor: Ingestor, src: SourceFile) -> bool:
+        """Gather a whole .json file for its format's document path; False when the format does not take it."""
+        if not (self.spec.fast_paths and ingestor.fast_documents_path and src.whole and path.lower().endswith(".json")):
+            return False
+        if not ingestor.fast_document(path, src.head.removeprefix(BOM), src.data()):
+            return False
+        if self._documents and self._documents[0].ingestor is not ingestor:
+            self._map_documents()
+        self._documents.append(_Document(path, ingestor, src))
+        if len(self._documents) >= DOCUMENTS_AT_ONCE:
+            self._map_documents()
+        return True
+
+    def _map_documents(self) -> None:
+        """Map the gathered files together and catalog them; the files the format leaves (or all,
+        when its tables are refused) go through ``records``/``map``: mapped or quarantined exactly."""
+        docs, self._documents = self._documents, []
+        if not docs:
+            return
+        ingestor = docs[0].ingestor
+        result = ingestor.fast_documents([(d.path, d.src.data()) for d in docs])
+        kept = result is not None and self.sink.tables(result.tables, result.records, Counts())
+        left = set(result.rest) if kept else set(range(len(docs)))
+        for i, d in enumerate(docs):
+            counts, src = Counts(), d.src
+            if i in left:
+                status = self._records(d.path, ingestor, src, counts)
+            else:
+                counts.seen = counts.ingested = 1
+                status = "ingested"
+            self._catalog(d.path, ingestor.name, src.sha256(), src.size, src.mtime_ns, counts, status,
+                          src.dependencies, src.tree)
 
     def _records(self, path: str, ingestor: Ingestor, src: SourceFile, counts: Counts) -> str:
         """Feed the file's records through; a failing reader loses no count and stops no run."""

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from warehouse.ingestor import Ingestor
+from warehouse.ingestor import FastResult, Ingestor
 from warehouse.readers import BOM, SourceFile, json_document_records
 from warehouse.records import Mapped, Record, RecordContext
 
-from . import kinds, schema
+from . import fast, kinds, schema
 from .annotations import annotation_records, map_annotations
 from .export import EXPORT
 from .export.prompts import USER_PROMPTS_SQL
@@ -38,6 +38,7 @@ class TraitInterp(Ingestor):
     tables = schema.TABLES
     exporter = EXPORT
     user_prompts_sql = USER_PROMPTS_SQL  # responses.prompt holds the chat-templated prompt
+    fast_documents_path = True  # inference files of the common flat shape: fast.py
 
     def sniff(self, path: str, head: bytes) -> bool:
         kind = kinds.kind_of(path, head)
@@ -66,6 +67,14 @@ class TraitInterp(Ingestor):
         if kind == kinds.GENERATION_METADATA:
             return _of_kind(json_document_records(src), kind)
         return json_document_records(src)  # responses: no envelope
+
+    def fast_document(self, path: str, head: bytes, data: bytes) -> bool:
+        # By the path alone: a file the content test (kinds.kind_of) would call an annotation file
+        # has "response_source" or "detailed_annotations" as a key, which fast.py refuses.
+        return not data.startswith(BOM) and kinds.kind_of_path(path) == kinds.RESPONSES and fast.takes(data)
+
+    def fast_documents(self, docs: list[tuple[str, bytes]]) -> FastResult | None:
+        return fast.documents(docs, self.name)
 
     def map(self, record: Record, ctx: RecordContext) -> Mapped:
         kind = record.envelope.get(kinds.KIND) if record.envelope else kinds.RESPONSES
