@@ -9,6 +9,8 @@ Every batch, however it was built, passes Arrow's full validation before it is
 kept (``check_batch``): Arrow's JSON reader, which fast paths use, copies string
 bytes without checking that they are UTF-8, and one invalid string in a Parquet
 file makes every query on the table fail. A refused batch leaves the file as it was.
+Strings are validated once: a fast path whose block passed validation whole (or is
+ASCII) says so (``FastResult.validated``), and the sink does not check its tables again.
 """
 
 from __future__ import annotations
