@@ -86,3 +86,15 @@ def test_a_file_in_pieces_gives_the_rows_of_the_file_whole(tmp_path, monkeypatch
         query = f"SELECT * FROM {table} ORDER BY ALL"
         assert split.rows(query) == whole.rows(query), table
     assert split.one("SELECT sha256 FROM sources") == whole.one("SELECT sha256 FROM sources")
+
+
+@pytest.mark.parametrize("slice_bytes", [1, 3, 64, 1 << 18])
+def test_line_ends_are_every_newline_across_slices(monkeypatch, slice_bytes):
+    from warehouse import readers
+
+    monkeypatch.setattr(readers, "_SCAN_SLICE", slice_bytes)
+    data = b"\n\nab\ncd\n" + _lines(50, 30) + b"x\ny"
+    want = [i for i, b in enumerate(data) if b == 10]
+    assert readers.line_ends(data).tolist() == want
+    assert readers.line_ends(data, 3, 40).tolist() == [i for i in want if 3 <= i < 40]
+    assert readers.line_ends(data, len(data)).tolist() == [] and readers.line_ends(b"").tolist() == []

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from warehouse.ingestor import FastResult
-from warehouse.readers import BOM
+from warehouse.readers import BOM, line_ends
 from warehouse.records import stable_ids
 
 from .conversation import ROLES
@@ -197,7 +197,7 @@ def _line_spans(data: bytes, first_line: int) -> tuple[np.ndarray, np.ndarray] |
     if not data:
         return None
     a = np.frombuffer(data, np.uint8)
-    newlines = np.flatnonzero(a == 10)
+    newlines = line_ends(data)
     ends = newlines if data.endswith(b"\n") else np.append(newlines, len(data))
     # a BOM opens line 1 only (the record path strips it there and nowhere else)
     first = len(BOM) if first_line == 1 and data.startswith(BOM) else 0
