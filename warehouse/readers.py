@@ -28,6 +28,7 @@ import stat
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
+import numpy as np
 import orjson
 
 from . import remote
@@ -456,6 +457,22 @@ def _stream_array(src: SourceFile) -> Iterator[Record]:
 
 
 # --- line files (.jsonl) ---------------------------------------------------------
+
+#: bytes compared at a time by ``line_ends``: the mask of a slice stays in the cache
+_SCAN_SLICE = 1 << 18
+
+
+def line_ends(data: bytes, start: int = 0, end: int | None = None) -> np.ndarray:
+    """Offsets (in ``data``) of the line ends in ``data[start:end]``, nothing copied.
+
+    numpy's compare finds them ~3x faster than ``bytes.count`` counts them (a byte loop for
+    a one-byte needle); a slice at a time, as a compare over a whole 32 MB block writes a
+    32 MB mask to memory and reads it back (2x slower again)."""
+    a = np.frombuffer(data, np.uint8)
+    end = len(a) if end is None else end
+    found = [np.flatnonzero(a[i:min(i + _SCAN_SLICE, end)] == 10) + i for i in range(start, end, _SCAN_SLICE)]
+    return np.concatenate(found) if found else np.zeros(0, np.int64)
+
 
 
 def jsonl_records(src: SourceFile) -> Iterator[Record]:

@@ -126,13 +126,15 @@ class RecordSink:
         if self._pending_rows >= FLUSH_ROWS:
             self.flush()
 
-    def tables(self, tables: dict[str, pa.Table], records: int, counts: Counts) -> bool:
+    def tables(self, tables: dict[str, pa.Table], records: int, counts: Counts, validated: bool = False) -> bool:
         """Keep a fast path's tables (``records`` records, all ingested); False, keeping nothing,
-        when one of them fails the declarations."""
+        when one of them fails the declarations. ``validated``: their strings passed Arrow's full
+        validation already (``FastResult.validated``)."""
         tables = {name: conform(TABLES[name], table) for name, table in tables.items()}
         try:
             for name, table in tables.items():
-                check_batch(TABLES[name], table)
+                if not validated:
+                    check_batch(TABLES[name], table)
         except InvalidBatch:
             # A fast path let through what Arrow refuses (text that is not UTF-8, ...): none of
             # its rows are kept and the record path reads the block, quarantining exactly.

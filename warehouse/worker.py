@@ -240,7 +240,7 @@ class BatchIngest:
         if not ingestor.fast_path:
             return False
         result = ingestor.fast_lines(src.data(), path, src.first_line)
-        if result is None or not self.sink.tables(result.tables, result.records, counts):
+        if result is None or not self.sink.tables(result.tables, result.records, counts, result.validated):
             return False
         # The lines the fast path left alone go through the record path, one at a time.
         for line_number, line in result.rest:

@@ -9,6 +9,8 @@ Every batch, however it was built, passes Arrow's full validation before it is
 kept (``check_batch``): Arrow's JSON reader, which fast paths use, copies string
 bytes without checking that they are UTF-8, and one invalid string in a Parquet
 file makes every query on the table fail. A refused batch leaves the file as it was.
+Strings are validated once: a fast path whose block passed validation whole (or is
+ASCII) says so (``FastResult.validated``), and the sink does not check its tables again.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any, Callable
 
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .records import RecordError
@@ -30,6 +33,11 @@ ROW_GROUP_ROWS = 64 * 1024
 ROW_GROUP_BYTES = 64 * 1024 * 1024
 #: zstd level 1: writes 40% faster than level 3 for about 10% more bytes (bench/README.md)
 PARQUET_OPTIONS = dict(compression="zstd", compression_level=1, write_statistics=True)
+#: Arrow dictionary-encodes every column it is not told otherwise of: it hashes each value into a
+#: dictionary until that holds 1 MB, then falls back to plain. Values that do not repeat make the
+#: hashing a loss (and the file larger): a locator names one place per row, and a text column whose
+#: values average more bytes than this is long prose (prompts, answers, feedback). Written plain.
+DICTIONARY_MAX_AVG_BYTES = 64
 
 _I64 = (-(2**63), 2**63 - 1)
 _I32 = (-(2**31), 2**31 - 1)
@@ -205,14 +213,43 @@ def rows_to_batch(table: Table, rows: list[dict[str, Any]]) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(arrays, schema=table.arrow_schema)
 
 
-def open_parquet_writer(path: str, schema: pa.Schema) -> pq.ParquetWriter:
-    """A ParquetWriter at a local path (its folder made) or at a URL (a remote root: through pyarrow.fs)."""
+def open_parquet_writer(path: str, schema: pa.Schema, first: pa.Table | None = None) -> pq.ParquetWriter:
+    """A ParquetWriter at a local path (its folder made) or at a URL (a remote root: through pyarrow.fs).
+    ``first``: the rows about to be written, to choose the columns worth a dictionary from."""
     from . import remote
 
     fs, where = remote.fs_path(path)
     if not remote.is_url(path):
         os.makedirs(os.path.dirname(path), exist_ok=True)
-    return pq.ParquetWriter(where, schema, filesystem=fs, **PARQUET_OPTIONS)
+    options = dict(PARQUET_OPTIONS)
+    if first is not None:
+        options["use_dictionary"] = dictionary_columns(first)
+    return pq.ParquetWriter(where, schema, filesystem=fs, **options)
+
+
+def dictionary_columns(data: pa.Table) -> list[str]:
+    """The columns of ``data`` worth dictionary encoding: all but the ones whose values do not
+    repeat (``DICTIONARY_MAX_AVG_BYTES``)."""
+    out = []
+    for name, column in zip(data.column_names, data.columns):
+        if name == "source_locator":
+            continue
+        if pa.types.is_string(column.type) and len(column) > column.null_count:
+            average = (pc.sum(pc.binary_length(column)).as_py() or 0) / (len(column) - column.null_count)
+            if average > DICTIONARY_MAX_AVG_BYTES:
+                continue
+        out += _leaves(name, column.type)
+    return out
+
+
+def _leaves(path: str, t: pa.DataType) -> list[str]:
+    """The Parquet column paths under an Arrow column (what per-column writer options name):
+    a list's values are ``path.list.element``, a struct's fields ``path.field``."""
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _leaves(f"{path}.list.element", t.value_type)
+    if pa.types.is_struct(t):
+        return [leaf for f in t for leaf in _leaves(f"{path}.{f.name}", f.type)]
+    return [path]
 
 
 def values_to_batch(table: Table, rows: list[list[Any]]) -> pa.RecordBatch:
@@ -271,9 +308,9 @@ class TableWriter:
     def _write_row_group(self) -> None:
         if not self._batches:
             return
-        if self._writer is None:
-            self._writer = open_parquet_writer(self.path, self.schema)
         table = pa.Table.from_batches(self._batches, schema=self.schema)
+        if self._writer is None:
+            self._writer = open_parquet_writer(self.path, self.schema, table)
         self._writer.write_table(table, row_group_size=len(table))
         self.rows += len(table)
         self._batches, self._batch_rows, self._batch_bytes = [], 0, 0

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from warehouse.ingestor import FastResult
-from warehouse.readers import BOM
+from warehouse.readers import BOM, line_ends
 from warehouse.records import stable_ids
 
 from .conversation import ROLES
@@ -65,9 +65,10 @@ def fast_lines(data: bytes, path: str, first_line: int) -> FastResult | None:
     if t.num_rows != lines:
         return None  # a line holding two objects: the record path says what is wrong with it
     t = t.combine_chunks()
-    left = _left_to_records(t, data, starts)
-    if left is None or left.all():
+    checked = _left_to_records(t, data, starts)
+    if checked is None or checked[0].all():
         return None
+    left, validated = checked
     rest = [(first_line + int(i), data[0 if i == 0 else starts[i]:ends[i]]) for i in np.flatnonzero(left)]
     line_numbers = np.arange(first_line, first_line + lines)
     if rest:
@@ -83,7 +84,7 @@ def fast_lines(data: bytes, path: str, first_line: int) -> FastResult | None:
     evaluated = pc.is_valid(evaluation)
 
     n = t.num_rows
-    locators = pa.array(line_numbers.astype(str))
+    locators = pc.cast(pa.array(line_numbers), pa.string())  # Arrow's cast: 15x numpy's astype(str)
     ids = pa.array(stable_ids(path, locators.to_pylist()), pa.string())
     offsets = conv.offsets.to_numpy()
     lengths = np.diff(offsets)
@@ -106,12 +107,13 @@ def fast_lines(data: bytes, path: str, first_line: int) -> FastResult | None:
 
     owner = np.repeat(np.arange(n), lengths)
     turn_index = np.arange(len(messages)) - np.repeat(offsets[:-1], lengths)
+    owner_ids = ids.take(owner)
     turns = pa.table({
-        "response_id": ids.take(owner), "record_id": ids.take(owner),
+        "response_id": owner_ids, "record_id": owner_ids,
         "turn_index": pa.array(turn_index, pa.int32()), "role": roles, "content": contents,
         "reasoning_content": messages.field("reasoning_content"),
         "source_path": pa.repeat(path, len(messages)),
-        "source_locator": _join(locators.take(owner), ".conversations[", pa.array(turn_index.astype(str)), "]"),
+        "source_locator": _join(locators.take(owner), ".conversations[", pc.cast(pa.array(turn_index), pa.string()), "]"),
     })
 
     parts = []
@@ -134,7 +136,9 @@ def fast_lines(data: bytes, path: str, first_line: int) -> FastResult | None:
     tables = {"responses": responses, "turns": turns}
     if evaluations is not None:
         tables["evaluations"] = evaluations
-    return FastResult(tables, n, rest)
+    # every string above comes from the parsed block (when it passed validation whole), from ids
+    # and locators (ASCII) or from the path (a str Arrow encoded)
+    return FastResult(tables, n, rest, validated=validated)
 
 
 def _join(*parts) -> pa.Array:
@@ -194,7 +198,7 @@ def _line_spans(data: bytes, first_line: int) -> tuple[np.ndarray, np.ndarray] |
     if not data:
         return None
     a = np.frombuffer(data, np.uint8)
-    newlines = np.flatnonzero(a == 10)
+    newlines = line_ends(data)
     ends = newlines if data.endswith(b"\n") else np.append(newlines, len(data))
     # a BOM opens line 1 only (the record path strips it there and nowhere else)
     first = len(BOM) if first_line == 1 and data.startswith(BOM) else 0
@@ -209,9 +213,11 @@ def _line_spans(data: bytes, first_line: int) -> tuple[np.ndarray, np.ndarray] |
     return starts, ends
 
 
-def _left_to_records(t: pa.Table, data: bytes, starts: np.ndarray) -> np.ndarray | None:
-    """Per row (= line), True when the record path must read it; None when the block
-    cannot be split so (the record path reads all of it)."""
+def _left_to_records(t: pa.Table, data: bytes, starts: np.ndarray) -> tuple[np.ndarray, bool] | None:
+    """Per row (= line), True when the record path must read it, and whether every string of
+    ``t`` is valid UTF-8 (the block is ASCII, or passed Arrow's full validation whole: a lone
+    surrogate escape fails the parse); None when the block cannot be split so (the record
+    path reads all of it)."""
     n = t.num_rows
     left = np.zeros(n, dtype=bool)
 
@@ -237,6 +243,7 @@ def _left_to_records(t: pa.Table, data: bytes, starts: np.ndarray) -> np.ndarray
     for score in scores:  # inf, NaN, -0.0: see the module's docstring
         x = score.fill_null(1.0).to_numpy(zero_copy_only=False)
         left |= ~np.isfinite(x) | ((x == 0) & np.signbit(x))
+    validated = True
     if not data.isascii():
         try:
             t.validate(full=True)
@@ -245,7 +252,8 @@ def _left_to_records(t: pa.Table, data: bytes, starts: np.ndarray) -> np.ndarray
             if not bad:
                 return None
             left[bad] = True
-    return left
+            validated = False  # the sink checks the rows kept (Python's decoder found the bad lines, not Arrow)
+    return left, validated
 
 
 def _invalid_utf8(data: bytes, starts: np.ndarray) -> list[int]:

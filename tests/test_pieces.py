@@ -1,0 +1,100 @@
+"""The pass over a large JSONL file: its pieces hold whole lines, know their first line, and end small.
+
+The rows of a file read in pieces must be the rows of the file read whole (the ids hash each
+line's number, so a piece must know the number of its first line exactly); the last pieces are
+smaller than the others so the workers end together (issue 20).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+import pytest
+
+from warehouse import pieces
+from warehouse.pieces import FileScan
+from warehouse.worker import WorkItem
+
+from .conftest import Warehouse
+
+
+def _lines(n: int, width: int) -> bytes:
+    """n JSONL lines of varying length (up to ``width`` characters of text each)."""
+    return b"".join(json.dumps({"i": i, "text": "x" * ((i * 7919) % width)}).encode() + b"\n" for i in range(n))
+
+
+def _scan(path, chunk_bytes: int) -> tuple[FileScan, list[tuple[int, int, int]]]:
+    scan = FileScan(WorkItem(str(path)), "afterimage", chunk_bytes, os.path.getsize(path))
+    return scan, [item.chunk for item in scan.chunks()]
+
+
+@pytest.mark.parametrize("read_bytes", [64, 1000, 8 << 20])
+@pytest.mark.parametrize("chunk_bytes", [1, 300, 5000, 40_000])
+@pytest.mark.parametrize("trailing_newline", [True, False])
+def test_pieces_are_whole_lines_that_know_their_first_line(tmp_path, monkeypatch, read_bytes, chunk_bytes,
+                                                           trailing_newline):
+    monkeypatch.setattr(pieces, "READ_BYTES", read_bytes)
+    data = _lines(2000, 400)
+    data = data if trailing_newline else data[:-1]
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(data)
+    scan, chunks = _scan(path, chunk_bytes)
+    pos, line = 0, 1
+    for start, end, first in chunks:
+        assert (start, first) == (pos, line)
+        assert end > start and (data[end - 1:end] == b"\n" or end == len(data))
+        line += data[start:end].count(b"\n")
+        pos = end
+    assert pos == len(data)
+    assert scan.sha256 == hashlib.sha256(data).hexdigest()
+
+
+def test_the_last_pieces_are_smaller_so_the_workers_end_together(tmp_path):
+    data = _lines(20_000, 400)  # ~4.2 MB
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(data)
+    chunk = 500_000
+    _, chunks = _scan(path, chunk)
+    sizes = [end - start for start, end, _first in chunks]
+    assert all(s <= chunk for s in sizes)
+    # the first pieces are whole chunks (less the part of a line they end before)
+    assert all(s > chunk - 1000 for s in sizes[:4])
+    # the rest is cut in halves, down to a quarter of a chunk: no piece ends the file alone for long
+    tail = sizes[-3:]
+    assert max(tail) <= chunk // 2 + 1000 and min(sizes) >= chunk // 8 - 1000, sizes
+    assert sum(sizes) == len(data)
+
+
+def test_a_file_in_pieces_gives_the_rows_of_the_file_whole(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    samples = Path(__file__).resolve().parent.parent / "samples" / "afterimage"
+    lines = b"".join(p.read_bytes() for p in sorted(samples.rglob("*.jsonl")))
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "big.jsonl").write_bytes(lines * 10)
+    whole = Warehouse(tmp_path / "whole")
+    whole.ingest(src)
+    monkeypatch.setattr(pieces, "CHUNK_BYTES", 64 * 1024)  # a dozen pieces, the last ones smaller
+    monkeypatch.setattr(pieces, "READ_BYTES", 1000)
+    split = Warehouse(tmp_path / "split")
+    split.ingest(src)
+    assert split.one("SELECT count(*) FROM responses") == whole.one("SELECT count(*) FROM responses") > 100
+    for table in ("responses", "turns", "evaluations"):
+        query = f"SELECT * FROM {table} ORDER BY ALL"
+        assert split.rows(query) == whole.rows(query), table
+    assert split.one("SELECT sha256 FROM sources") == whole.one("SELECT sha256 FROM sources")
+
+
+@pytest.mark.parametrize("slice_bytes", [1, 3, 64, 1 << 18])
+def test_line_ends_are_every_newline_across_slices(monkeypatch, slice_bytes):
+    from warehouse import readers
+
+    monkeypatch.setattr(readers, "_SCAN_SLICE", slice_bytes)
+    data = b"\n\nab\ncd\n" + _lines(50, 30) + b"x\ny"
+    want = [i for i, b in enumerate(data) if b == 10]
+    assert readers.line_ends(data).tolist() == want
+    assert readers.line_ends(data, 3, 40).tolist() == [i for i in want if 3 <= i < 40]
+    assert readers.line_ends(data, len(data)).tolist() == [] and readers.line_ends(b"").tolist() == []
