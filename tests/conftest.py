@@ -183,3 +183,26 @@ def write_text(path: Path, text: str | bytes) -> Path:
 
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def batch_rows(paths: list[Path], root: Path, fast_paths: bool, tables) -> tuple[dict, object]:
+    """One worker batch of ``paths`` into ``root``, in this process: each of ``tables``' rows as sorted
+    canonical JSON text (so -0.0 differs from 0.0), the source rows without their run columns, and the
+    batch result. The fast-path tests compare this with fast paths on and off."""
+    import pyarrow.parquet as pq
+
+    from warehouse.registry import Registry
+    from warehouse.storage import new_run_id
+    from warehouse.worker import BatchIngest, BatchSpec, WorkItem
+
+    spec = BatchSpec(run_id=new_run_id(), batch_no=1, root=str(root), items=[WorkItem(str(p)) for p in paths],
+                     registry=Registry.installed(), fast_paths=fast_paths)
+    result = BatchIngest(spec).run()
+    out = {}
+    for table in tables:
+        part = result.parts.get(table)
+        rows = pq.read_table(root / part.path).to_pylist() if part else []
+        out[table] = sorted(json.dumps(r, sort_keys=True, default=str) for r in normalize_rows(rows, paths[0].parent))
+    out["sources"] = sorted(json.dumps({k: v for k, v in s.items() if k not in ("ingest_run", "ingested_at")},
+                                       sort_keys=True, default=str) for s in result.sources)
+    return out, result

@@ -9,6 +9,7 @@ test session does (it reads its stdin until the session closes it).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -27,6 +28,7 @@ server.stop()
 """
 
 REGION = "us-east-1"
+_buckets = itertools.count()
 
 
 @dataclass
@@ -76,6 +78,12 @@ class S3Server:
             "AWS_REGION": REGION,
             "AWS_ALLOW_HTTP": "true",
         }
+
+    def new_bucket(self) -> str:
+        """The name of a new, empty bucket on this server (unique across tests and processes)."""
+        name = f"test-{os.getpid()}-{next(_buckets)}"
+        self.filesystem().create_dir(name)
+        return name
 
     def filesystem(self):
         import pyarrow.fs as pafs

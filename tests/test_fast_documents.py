@@ -12,15 +12,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
 from warehouse.formats.trait_interp import TraitInterp
-from warehouse.registry import Registry
-from warehouse.storage import new_run_id
-from warehouse.worker import BatchIngest, BatchSpec, WorkItem
 
-from .conftest import FIXTURES, normalize_rows
+from .conftest import FIXTURES, batch_rows
 
 TABLES = ("responses", "turns", "sentence_boundaries", "evaluations", "quarantine")
 TOKENS = ["<bos>", "Hi", ",", " there"]
@@ -72,16 +68,7 @@ def write_cases(tmp_path: Path, cases) -> list[Path]:
 
 def ingest_batch(paths: list[Path], root: Path, fast_paths: bool) -> dict:
     """Every table's rows (sorted), the catalog rows and the record counts of one batch of ``paths``."""
-    spec = BatchSpec(run_id=new_run_id(), batch_no=1, root=str(root), items=[WorkItem(str(p)) for p in paths],
-                     registry=Registry.installed(), fast_paths=fast_paths)
-    result = BatchIngest(spec).run()
-    out = {}
-    for table in TABLES:
-        part = result.parts.get(table)
-        rows = pq.read_table(root / part.path).to_pylist() if part else []
-        out[table] = sorted(json.dumps(r, sort_keys=True, default=str) for r in normalize_rows(rows, paths[0].parent))
-    out["sources"] = sorted(json.dumps({k: v for k, v in s.items() if k not in ("ingest_run", "ingested_at")},
-                                       sort_keys=True, default=str) for s in result.sources)
+    out, result = batch_rows(paths, root, fast_paths, TABLES)
     out["records"] = (result.records_ingested, result.records_quarantined)
     return out
 

@@ -12,17 +12,13 @@ import json
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from warehouse.formats.afterimage import fast
-from warehouse.registry import Registry
-from warehouse.storage import new_run_id
-from warehouse.worker import BatchIngest, BatchSpec, WorkItem
 
-from .conftest import FIXTURES, REPO, normalize_rows
+from .conftest import FIXTURES, REPO, batch_rows
 
 TABLES = ("responses", "turns", "evaluations", "quarantine")
 #: the fast path left the whole block to the record path
@@ -31,16 +27,7 @@ DECLINED = "declined"
 
 def ingest_batch(path: Path, root: Path, fast_paths: bool) -> dict[str, list[str]]:
     """Every table's rows, as canonical JSON text (so -0.0 differs from 0.0, and NaN equals NaN)."""
-    spec = BatchSpec(run_id=new_run_id(), batch_no=1, root=str(root), items=[WorkItem(str(path))],
-                     registry=Registry.installed(), fast_paths=fast_paths)
-    result = BatchIngest(spec).run()
-    out = {}
-    for table in TABLES:
-        part = result.parts.get(table)
-        rows = pq.read_table(root / part.path).to_pylist() if part else []
-        out[table] = sorted(json.dumps(r, sort_keys=True, default=str) for r in normalize_rows(rows, path.parent))
-    out["sources"] = [{k: v for k, v in s.items() if k not in ("ingest_run", "ingested_at")} for s in result.sources]
-    return out
+    return batch_rows([path], root, fast_paths, TABLES)[0]
 
 
 def fast_outcome(path: Path):

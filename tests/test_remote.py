@@ -6,7 +6,6 @@ with only the standard variables set: endpoint, keys, region, ``AWS_ALLOW_HTTP=t
 
 from __future__ import annotations
 
-import itertools
 import os
 import subprocess
 import sys
@@ -41,9 +40,6 @@ def s3(tmp_path_factory):
     server.stop()
 
 
-_buckets = itertools.count()
-
-
 @pytest.fixture
 def bucket(s3, monkeypatch):
     """A new bucket, and the environment holding only the standard variables for the server."""
@@ -51,8 +47,7 @@ def bucket(s3, monkeypatch):
         monkeypatch.delenv(name, raising=False)
     for name, value in s3.env().items():
         monkeypatch.setenv(name, value)
-    name = f"test-{os.getpid()}-{next(_buckets)}"
-    s3.filesystem().create_dir(name)
+    name = s3.new_bucket()
     # the storage options an earlier test's run left in this process (another server's, when a
     # module importing these fixtures started its own) are forgotten: the environment's apply
     remote.configure(None, new_run=True)

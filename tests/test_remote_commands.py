@@ -24,7 +24,7 @@ from warehouse.errors import ObjectStoreError, QueryError, StorageError
 from warehouse.storage import Store
 
 from .conftest import Warehouse
-from .test_remote import SAMPLES, _buckets, put, s3  # noqa: F401 - fixtures
+from .test_remote import SAMPLES, put, s3  # noqa: F401 - fixtures
 
 #: columns a run fills with its own time and id
 RUN_COLUMNS = ("ingest_run", "ingested_at")
@@ -38,8 +38,7 @@ def roots(s3, tmp_path_factory):
             mp.delenv(name, raising=False)
         for name, value in s3.env().items():
             mp.setenv(name, value)
-        bucket = f"test-{os.getpid()}-{next(_buckets)}"
-        s3.filesystem().create_dir(bucket)
+        bucket = s3.new_bucket()
         url, local = f"s3://{bucket}/wh", tmp_path_factory.mktemp("local") / "wh"
         Warehouse(url).ingest(SAMPLES)
         Warehouse(local).ingest(SAMPLES)
@@ -148,8 +147,7 @@ def test_export_where_is_sandboxed_on_a_remote_root_too(roots, env_for, tmp_path
 
 
 def test_history_and_compact_on_a_remote_root(s3, env_for, tmp_path):
-    bucket = f"test-{os.getpid()}-{next(_buckets)}"
-    s3.filesystem().create_dir(bucket)
+    bucket = s3.new_bucket()
     root = f"s3://{bucket}/wh"
     w = Warehouse(root)
     src = tmp_path / "src"
@@ -191,8 +189,7 @@ def test_tokenize_adds_token_ranges_to_a_remote_root_as_to_a_local_one(s3, env_f
 
     tokenizer = build_tokenizer(tmp_path / "tokenizer")
     annotations = FIXTURES / "trait_interp_annotations"
-    bucket = f"test-{os.getpid()}-{next(_buckets)}"
-    s3.filesystem().create_dir(bucket)
+    bucket = s3.new_bucket()
     remote_wh, local_wh = Warehouse(f"s3://{bucket}/wh"), Warehouse(tmp_path / "local")
     for w in (remote_wh, local_wh):
         w.ingest(annotations)
@@ -301,8 +298,7 @@ def test_an_older_file_lacking_a_later_column_reads_it_as_null_on_a_remote_root(
 
     from warehouse import tables
 
-    bucket = f"test-{os.getpid()}-{next(_buckets)}"
-    s3.filesystem().create_dir(bucket)
+    bucket = s3.new_bucket()
     root = f"s3://{bucket}/wh"
     w = Warehouse(root)
     src = tmp_path / "src"
@@ -365,8 +361,7 @@ def test_spark_register_takes_storage_options_over_a_wrong_environment(spark, s3
 
 
 def test_the_spark_engine_ingests_into_a_remote_root(spark, s3, env_for, tmp_path):
-    bucket = f"test-{os.getpid()}-{next(_buckets)}"
-    s3.filesystem().create_dir(bucket)
+    bucket = s3.new_bucket()
     src = SAMPLES / "afterimage"
     spark_wh, local_wh = Warehouse(f"s3://{bucket}/wh"), Warehouse(tmp_path / "local")
     got = spark_wh.ingest(src, engine="spark", jobs=None)
