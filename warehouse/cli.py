@@ -113,6 +113,12 @@ examples:
 """
 
 
+def _root(p, help: str = "warehouse directory or s3:// URL") -> None:
+    """``--root`` and the ``--storage-option`` that goes with an s3:// root: the same on every command."""
+    p.add_argument("--root", required=True, help=help)
+    _storage_option(p)
+
+
 def _storage_option(p, what: str = "an s3:// --root") -> None:
     """``--storage-option KEY=VALUE``: the same option on every command (parsed by ``remote.canonical``)."""
     p.add_argument("--storage-option", dest="storage_options", action="append", metavar="KEY=VALUE",
@@ -177,10 +183,9 @@ def build_parser(format_names: bool = True):
         epilog=TOKENIZE_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    t.add_argument("--root", required=True, help="warehouse directory or s3:// URL")
+    _root(t)
     t.add_argument("--tokenizer", required=True, metavar="DIR", help="local tokenizer directory")
     t.add_argument("--jobs", type=int, default=None, help="worker processes (default: one per core)")
-    _storage_option(t)
     t.add_argument("--quiet", action="store_true", help="no progress bar or summary on stderr")
 
     q = sub.add_parser(
@@ -196,13 +201,12 @@ def build_parser(format_names: bool = True):
     )
     q.add_argument("query", metavar="SQL", nargs="?", help="the query; - reads it from stdin")
     q.add_argument("-f", "--file", metavar="FILE", help="read the query from FILE (- for stdin)")
-    q.add_argument("--root", required=True, help="warehouse directory or s3:// URL")
+    _root(q)
     q.add_argument("--format", default="table", choices=SQL_FORMATS, help="output format (default: table)")
     q.add_argument("--max-rows", type=int, default=40, metavar="N",
                    help="rows the table format shows (default 40; 0 for all); the other formats print every row")
     q.add_argument("--as-of", type=int, default=None, metavar="N",
                    help="read warehouse snapshot N (`warehouse history` lists them; default: the latest)")
-    _storage_option(q)
 
     e = sub.add_parser(
         "export",
@@ -216,7 +220,7 @@ def build_parser(format_names: bool = True):
         epilog=EXPORT_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    e.add_argument("--root", required=True, help="warehouse directory or s3:// URL")
+    _root(e)
     e.add_argument("--where", default=None,
                    help="one SQL expression on responses; subqueries may read the warehouse's views, nothing else "
                         "(default: every response)")
@@ -229,7 +233,6 @@ def build_parser(format_names: bool = True):
                    help="DuckDB's memory for the export; beyond it, it spills to disk beside --out (default: 1GB)")
     e.add_argument("--as-of", type=int, default=None, metavar="N",
                    help="export from warehouse snapshot N (`warehouse history` lists them; default: the latest)")
-    _storage_option(e)
     e.add_argument("--quiet", action="store_true", help="no progress bar or summary on stderr")
 
     s = sub.add_parser(
@@ -242,10 +245,9 @@ def build_parser(format_names: bool = True):
         epilog=STATS_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    s.add_argument("--root", required=True, help="warehouse directory or s3:// URL")
+    _root(s)
     s.add_argument("--format", default="table", choices=STATS_FORMATS, help="output format (default: table)")
     s.add_argument("--files", action="store_true", help="list every file, not only those with quarantined records")
-    _storage_option(s)
 
     h = sub.add_parser(
         "history",
@@ -258,9 +260,8 @@ def build_parser(format_names: bool = True):
         epilog=HISTORY_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    h.add_argument("--root", required=True, help="warehouse directory or s3:// URL")
+    _root(h)
     h.add_argument("--format", default="table", choices=HISTORY_FORMATS, help="output format (default: table)")
-    _storage_option(h)
 
     c = sub.add_parser(
         "compact",
@@ -273,12 +274,11 @@ def build_parser(format_names: bool = True):
         epilog=COMPACT_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    c.add_argument("--root", required=True, help="warehouse directory or s3:// URL")
+    _root(c)
     c.add_argument("--retention-hours", type=int, default=RETENTION_HOURS, metavar="H",
                    help=f"delete files replaced more than H hours ago (default {RETENTION_HOURS:g}: 7 days)")
     c.add_argument("--no-wait", dest="wait", action="store_false", help="fail (exit 4) instead of waiting for a running ingest")
     c.add_argument("--quiet", action="store_true", help="no summary on stderr")
-    _storage_option(c)
     return parser
 
 
