@@ -103,15 +103,18 @@ class ProcessPool:
         lifeline, keep_alive = ctx.Pipe(duplex=False)
         pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx, initializer=_init_worker,
                                    initargs=(queue, lifeline))
-        feeder = _Feeder(pool, specs, self.workers * 2)
+        # The pool's first worker comes up only once the forkserver has imported what workers need
+        # (~0.35 s of one core, more on a busy machine): this process has all of that loaded, so it
+        # maps the first batch itself meanwhile instead of waiting with a core idle, as one of the
+        # run's ``workers``: the feeder hands the pool one batch fewer than it has workers meanwhile
+        # (no more processes mapping at once than there are workers, nor their memory), then the rest.
+        feeder = _Feeder(pool, specs, self.workers - 1)
         finished = False
         try:
             feeder.start()
-            # The pool's first worker comes up only once the forkserver has imported what workers need
-            # (~0.35 s of one core, more on a busy machine): this process has all of that loaded, so it
-            # maps the first batch itself meanwhile instead of waiting with a core idle; the feeder
-            # hands the others to the pool. Only the first: from then on the workers have the cores.
-            yield _here(first, progress)
+            result = _here(first, progress)
+            feeder.widen(self.workers * 2)  # from now on the workers have the cores, a few batches queued each
+            yield result
             yield from feeder.results()
             finished = True
         except BrokenProcessPool:
@@ -133,10 +136,10 @@ class ProcessPool:
 
 
 class _Feeder(threading.Thread):
-    """Hands batches to the pool as its workers can take them (``limit`` queued or running at once), in a
-    thread of its own: the pool's first ``submit`` waits for the forkserver to come up, while the ingest
-    process maps the first batch. ``specs`` is lazy: drawing from it reads files (the pieces of a large
-    file are found as the pass over it goes on), here, alongside that first batch."""
+    """Hands batches to the pool as its workers can take them (``limit`` queued or running at once, then
+    ``widen``'s), in a thread of its own: the pool's first ``submit`` waits for the forkserver to come up,
+    while the ingest process maps the first batch. ``specs`` is lazy: drawing from it reads files (the
+    pieces of a large file are found as the pass over it goes on), here, alongside that first batch."""
 
     _END = object()
 
@@ -144,6 +147,7 @@ class _Feeder(threading.Thread):
         super().__init__(daemon=True, name="feeder")
         self.pool, self.specs = pool, specs
         self.slots = threading.Semaphore(limit)
+        self.limit = limit
         self.done: "queue_mod.SimpleQueue" = queue_mod.SimpleQueue()  # finished futures, then _END
         self.stopping = threading.Event()
         self.error: BaseException | None = None
@@ -163,6 +167,12 @@ class _Feeder(threading.Thread):
             self.error = e
         finally:
             self.done.put(self._END)
+
+    def widen(self, limit: int) -> None:
+        """From now on up to ``limit`` batches queued or running at once."""
+        if limit > self.limit:
+            self.slots.release(limit - self.limit)
+            self.limit = limit
 
     def _finished(self, future) -> None:
         self.slots.release()
@@ -198,6 +208,11 @@ def _here(spec: BatchSpec, progress: ProgressFn) -> BatchResult:
         return BatchIngest(spec, progress).run()
     finally:
         gc.set_threshold(*threshold)
+        # The batch's Arrow memory back to the system (the allocator keeps it, ~120 MB for a 32 MB
+        # piece): this process lives on beside the workers, and the run's peak is theirs and its own.
+        import pyarrow as pa
+
+        pa.default_memory_pool().release_unused()
 
 
 def preload_modules(registry: Registry) -> list[str]:
