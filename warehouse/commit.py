@@ -82,7 +82,7 @@ class CommitAhead:
     """What the commit can do while the batches run, in a thread of this process (idle then): fsync the
     batches' files of a local root as they are handed in (``add``), and load deltalake. The commit then
     waits for the last few files only (``durable``): one fsync after another at the commit was half of
-    it (~45 files at 3-8 ms each for 300 MB of AfterImage), and deltalake's first import 20-90 ms more."""
+    it (~45 files at 3-8 ms each for a 300 MB JSONL file), and deltalake's first import 20-90 ms more."""
 
     def __init__(self, store: Store):
         self.store = store
