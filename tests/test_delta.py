@@ -430,3 +430,35 @@ def test_path_fields_is_rewritten_only_when_the_source_paths_change(tmp_path):
     pipelines = wh.rows("SELECT DISTINCT source_path, pipeline FROM responses ORDER BY source_path")
     assert [(os.path.basename(r["source_path"]), r["pipeline"]) for r in pipelines] == [("a.json", "steering"),
                                                                                         ("b.json", "steering")]
+
+
+def test_every_file_a_run_commits_is_fsynced_once_its_batches_files_as_they_arrive(tmp_path, monkeypatch):
+    """The batches' files are synced by the commit's helper thread while the batches run (``CommitAhead``);
+    the commit syncs only what it writes itself (``sources``, ``path_fields``): each file once."""
+    import threading
+    from collections import Counter
+
+    from warehouse import commit as commit_mod
+
+    root = tmp_path / "wh"
+    synced = []
+    real = commit_mod.fsync
+
+    def recording(path):
+        synced.append((os.path.relpath(path, root), threading.current_thread().name))
+        real(path)
+
+    monkeypatch.setattr(commit_mod, "fsync", recording)
+    src = tmp_path / "src"
+    for i in range(3):
+        steering(src, f"{i}.json", f"v{i}")
+        conversations(src / f"c{i}", f"v{i}")
+    warehouse.ingest([str(src)], str(root), jobs=1, progress=False)
+    store = Store(str(root))
+    live = {os.path.relpath(f, root) for name, pin in store.read_snapshot().tables.items()
+            for f in delta.live_files(store.table_uri(name), pin["version"])}
+    assert Counter(p for p, _ in synced) == Counter(live)  # every live file, once
+    by_thread = {p: t for p, t in synced}
+    mine = {p for p in live if p.split("/")[0] in ("sources", "path_fields")}
+    assert mine and all(by_thread[p] == "MainThread" for p in mine)
+    assert all(by_thread[p].startswith("commit-ahead") for p in live - mine), by_thread

@@ -50,6 +50,25 @@ class Toy(Ingestor):
 
 TOY = Registry.of({"toy": "tests.test_engines:Toy"})
 
+#: set by a ``.hang.json`` file read in the ingest process itself (a worker's copy is its own)
+HANGING_HERE = threading.Event()
+
+
+class Here(Toy):
+    name = "here"
+    description = "test format: the response is the id of the process that mapped the record"
+
+    def records(self, src):
+        if src.path.endswith(".hang.json"):
+            HANGING_HERE.set()
+        return super().records(src)
+
+    def map(self, record, ctx):
+        return {"responses": [{"prompt": record.value["prompt"], "response": str(os.getpid())}]}
+
+
+HERE = Registry.of({"here": "tests.test_engines:Here"})
+
 
 def _specs(root, batches, registry=None, run_id="20260101T000000000Z-0000"):
     return [
@@ -139,6 +158,8 @@ def test_a_worker_that_dies_is_one_message_and_the_run_leaves_nothing(tmp_path, 
 
     monkeypatch.setattr(runner, "INLINE_MAX_FILES", 0)  # the process pool, even for three files
     monkeypatch.setattr(runner, "INLINE_MAX_BYTES", 0)
+    monkeypatch.setattr(runner, "MIN_BATCH_FILES", 1)  # a batch each: the ingest process maps the first (a.json)
+    monkeypatch.setattr(runner, "MIN_BATCH_BYTES", 1)
     src = tmp_path / "src"
     for name in ("a.json", "b.die.json", "c.json"):
         write_json(src / name, {"prompt": "p"})
@@ -149,9 +170,10 @@ def test_a_worker_that_dies_is_one_message_and_the_run_leaves_nothing(tmp_path, 
 
 
 def test_the_process_pool_says_a_worker_died_as_worker_lost(tmp_path):
+    ok = write_json(tmp_path / "src" / "a.json", {"prompt": "p"})
     die = write_json(tmp_path / "src" / "x.die.json", {"prompt": "p"})
-    with pytest.raises(WorkerLost):
-        with closing(ProcessPool(2).run(_specs(tmp_path / "wh", [[die]], TOY), lambda f, b: None)) as running:
+    with pytest.raises(WorkerLost):  # (the first batch is the ingest process's own: the second, a worker's)
+        with closing(ProcessPool(2).run(_specs(tmp_path / "wh", [[ok], [die]], TOY), lambda f, b: None)) as running:
             list(running)
 
 
@@ -189,3 +211,43 @@ def test_the_forkserver_starts_during_the_walk_only_when_the_run_will_use_a_pool
     assert (len(started), engines) == (1, ["inline", "inline", "pool"]) and summary.records_ingested == 6
     warehouse.ingest(src / "big", root=tmp_path / "wh3", jobs=2, progress=False)  # unchanged: nothing to read
     assert (len(started), engines) == (1, ["inline", "inline", "pool"])
+
+
+def test_the_ingest_process_maps_the_first_batch_itself_while_the_pool_starts(tmp_path):
+    """The pool's workers come up only once the forkserver has imported pyarrow and the formats: the
+    ingest process, which has them loaded, maps the first batch meanwhile; the workers the others."""
+    files = [write_json(tmp_path / "src" / f"{i}.json", {"prompt": f"p{i}"}) for i in range(4)]
+    root = tmp_path / "wh"
+    with closing(ProcessPool(2).run(_specs(root, [[f] for f in files], HERE), lambda f, b: None)) as running:
+        results = sorted(running, key=lambda r: r.batch_no)
+    mapped_by = [pq.read_table(root / r.parts["responses"].path)["response"].to_pylist() for r in results]
+    assert mapped_by[0] == [str(os.getpid())]
+    assert all(m != [str(os.getpid())] for m in mapped_by[1:]), mapped_by  # the workers', not this process's
+    assert [r.records_ingested for r in results] == [1, 1, 1, 1]
+
+
+def test_ctrl_c_while_the_ingest_process_maps_its_own_batch_stops_the_run_and_leaves_nothing(tmp_path, monkeypatch):
+    from warehouse import runner
+    from warehouse.errors import Interrupted
+
+    monkeypatch.setattr(runner, "INLINE_MAX_FILES", 0)  # the process pool, a batch per file
+    monkeypatch.setattr(runner, "INLINE_MAX_BYTES", 0)
+    monkeypatch.setattr(runner, "MIN_BATCH_FILES", 1)
+    monkeypatch.setattr(runner, "MIN_BATCH_BYTES", 1)
+    src, root = tmp_path / "src", tmp_path / "wh"
+    for name in ("a.hang.json", "b.json", "c.json", "d.json"):  # a.hang.json: the first batch, never ends
+        write_json(src / name, {"prompt": "p"})
+    HANGING_HERE.clear()
+    seen = []
+
+    def ctrl_c():
+        seen.append(HANGING_HERE.wait(120))  # a guard against a hang, not a measure
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=ctrl_c, daemon=True).start()
+    with pytest.raises(Interrupted) as e:
+        warehouse.ingest([str(src)], str(root), registry=HERE, jobs=2, progress=False)
+    assert seen == [True]  # the batch that hung was this process's own
+    assert str(e.value) == f"interrupted: nothing was written, there is no warehouse at {root}"
+    assert not root.exists()
+    assert multiprocessing.active_children() == []  # the pool's workers are gone

@@ -98,3 +98,38 @@ def test_line_ends_are_every_newline_across_slices(monkeypatch, slice_bytes):
     assert readers.line_ends(data).tolist() == want
     assert readers.line_ends(data, 3, 40).tolist() == [i for i in want if 3 <= i < 40]
     assert readers.line_ends(data, len(data)).tolist() == [] and readers.line_ends(b"").tolist() == []
+
+
+def test_the_first_piece_is_handed_out_before_the_pass_hashes_or_counts_it(tmp_path, monkeypatch):
+    """The first batch waits only for the search of the first piece's end: its bytes are hashed and its
+    lines counted when the pass is drawn from again (alongside that batch); the digest and the line
+    numbers are the same."""
+    monkeypatch.setattr(pieces, "READ_BYTES", 1000)
+    data = _lines(2000, 400)
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(data)
+    hashed, counted = [], []
+    real_sha256, real_line_ends = hashlib.sha256, pieces.line_ends
+
+    class Recording:
+        def __init__(self):
+            self.h = real_sha256()
+
+        def update(self, b):
+            hashed.append(len(b))
+            self.h.update(b)
+
+        def hexdigest(self):
+            return self.h.hexdigest()
+
+    monkeypatch.setattr(pieces.hashlib, "sha256", Recording)  # (hashlib's own: restored after the test)
+    monkeypatch.setattr(pieces, "line_ends", lambda *a: counted.append(a) or real_line_ends(*a))
+    scan = FileScan(WorkItem(str(path)), "afterimage", 40_000, len(data))
+    chunks = scan.chunks()
+    first = next(chunks)
+    assert first.chunk[0] == 0 and first.chunk[1] > 20 * 1000  # many blocks read for it
+    assert (hashed, counted) == ([], [])
+    rest = list(chunks)
+    assert sum(hashed) == len(data) and scan.sha256 == real_sha256(data).hexdigest()
+    line = 1 + data[:first.chunk[1]].count(b"\n")
+    assert rest[0].chunk == (first.chunk[1], rest[0].chunk[1], line)

@@ -21,11 +21,13 @@ snapshot.
 from __future__ import annotations
 
 import datetime as dt
+import importlib
 import os
 import shutil
 import signal
 import threading
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -60,6 +62,8 @@ class Changes:
     settings: dict = field(default_factory=dict)
     #: path_fields evaluated while the batches ran, if the runner started it
     path_fields: PathFieldsAhead | None = None
+    #: the batches' files fsynced while the batches ran, if the runner started it
+    ahead: "CommitAhead | None" = None
 
     @classmethod
     def of(cls, run_id: str, results: Iterable[BatchResult], removed: set[str], settings: dict) -> "Changes":
@@ -72,6 +76,39 @@ class Changes:
             for table, part in r.parts.items():
                 changes.parts.setdefault(table, []).append(part)
         return changes
+
+
+class CommitAhead:
+    """What the commit can do while the batches run, in a thread of this process (idle then): fsync the
+    batches' files of a local root as they are handed in (``add``), and load deltalake. The commit then
+    waits for the last few files only (``durable``): one fsync after another at the commit was half of
+    it (~45 files at 3-8 ms each for a 300 MB JSONL file), and deltalake's first import 20-90 ms more."""
+
+    def __init__(self, store: Store):
+        self.store = store
+        self._pending: dict[str, Future] = {}
+        self._loading: Future | None = None
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="commit-ahead")
+
+    def add(self, result: BatchResult) -> None:
+        if self._loading is None:  # (after the first batch: this process maps that one itself)
+            self._loading = self._thread.submit(importlib.import_module, "deltalake")
+        if not self.store.remote:  # a put is durable once it returns
+            for part in result.parts.values():
+                self._pending[part.path] = self._thread.submit(fsync, self.store.abspath(part.path))
+
+    def durable(self, rel: str) -> None:
+        """``rel`` (a path relative to the root) made durable: synced already, or now."""
+        pending = self._pending.pop(rel, None)
+        if pending is not None:
+            pending.result()
+        else:
+            fsync(self.store.abspath(rel))
+
+    def close(self) -> None:
+        """Nothing more to do; what was not waited for (a run that failed, a file ``merge_pieces``
+        deleted) is left to end on its own (a file deleted meanwhile fails its fsync, and nobody asks)."""
+        self._thread.shutdown(wait=False, cancel_futures=True)
 
 
 @dataclass
@@ -133,9 +170,10 @@ def commit(store: Store, record: SnapshotRecord, catalog: Catalog, changes: Chan
         pf_schema = _path_fields(store, rows, sources_path, pf_path, changes.path_fields)
         plan.append(_whole(store, record, PATH_FIELDS, pf_schema, Part.of(str(store.root), pf_path)))
     if not store.remote:  # a put is durable once it returns; local files are synced before the commit
+        ahead = changes.ahead or CommitAhead(store)
         for change in plan:
             for part in change.adds:
-                fsync(store.abspath(part.path))
+                ahead.durable(part.path)
 
     new = SnapshotRecord(
         number=record.number + 1,  # under the lock, the latest is the one this run started from

@@ -11,7 +11,8 @@ never commits: the runner does, once, from the results.
 * ``ProcessPool``: a pool of worker processes (forkserver), one per core. The forkserver
   imports the worker's modules and the run's formats once (``preload_modules``), and
   every worker is forked from it with them loaded: each worker importing pyarrow and the
-  formats itself cost ~0.5 s of CPU per worker, per run.
+  formats itself cost ~0.5 s of CPU per worker, per run. Until the first worker is up,
+  the ingest process maps the first batch itself: it has all of that loaded already.
 
 Another engine (on a cluster) only has to meet the same contract: take the specs
 (they pickle), run ``BatchIngest(spec, progress).run()`` wherever it likes, and give
@@ -22,14 +23,14 @@ back the results; the writers put each batch's files under the run's own names.
 from __future__ import annotations
 
 import gc
-import itertools
 import multiprocessing
 import os
+import queue as queue_mod
 import signal
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Protocol
 
@@ -78,7 +79,6 @@ class ProcessPool:
         first = next(specs, None)
         if first is None:
             return
-        specs = itertools.chain([first], specs)
         ctx = multiprocessing.get_context("forkserver")
         # Takes effect when the forkserver starts (once per process; later runs reuse it).
         ctx.set_forkserver_preload(preload_modules(first.registry))
@@ -86,12 +86,16 @@ class ProcessPool:
         stop = threading.Event()
 
         def drain():
-            while not stop.is_set() or not queue.empty():
+            while True:
                 try:
-                    files, nbytes = queue.get(timeout=0.1)
-                except Exception:
+                    item = queue.get(timeout=0.1)
+                except Exception:  # nothing came (or a worker stopped half-way wrote half a message)
+                    if stop.is_set():
+                        return
                     continue
-                progress(files, nbytes)
+                if item is None:  # put once the workers ended their batches: all their progress came before
+                    return
+                progress(*item)
 
         reader = threading.Thread(target=drain, daemon=True)
         reader.start()
@@ -99,17 +103,19 @@ class ProcessPool:
         lifeline, keep_alive = ctx.Pipe(duplex=False)
         pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx, initializer=_init_worker,
                                    initargs=(queue, lifeline))
+        # The pool's first worker comes up only once the forkserver has imported what workers need
+        # (~0.35 s of one core, more on a busy machine): this process has all of that loaded, so it
+        # maps the first batch itself meanwhile instead of waiting with a core idle, as one of the
+        # run's ``workers``: the feeder hands the pool one batch fewer than it has workers meanwhile
+        # (no more processes mapping at once than there are workers, nor their memory), then the rest.
+        feeder = _Feeder(pool, specs, self.workers - 1)
         finished = False
         try:
-            pending: set = set()
-            # Keep a few batches queued per worker: enough to stay busy, few enough that
-            # scanning a large file runs alongside the work on its first pieces.
-            for spec in specs:
-                pending.add(pool.submit(run_batch_in_worker, spec))
-                while len(pending) >= self.workers * 2:
-                    yield from _finished(pending)
-            while pending:
-                yield from _finished(pending)
+            feeder.start()
+            result = _here(first, progress)
+            feeder.widen(self.workers * 2)  # from now on the workers have the cores, a few batches queued each
+            yield result
+            yield from feeder.results()
             finished = True
         except BrokenProcessPool:
             raise WorkerLost() from None
@@ -118,12 +124,95 @@ class ProcessPool:
                 # Stopped (--strict met a bad record), Ctrl-C or an error: stop the workers now
                 # rather than wait for their batches; the caller deletes what they wrote.
                 keep_alive.close()
+            feeder.stop()
             pool.shutdown(wait=True, cancel_futures=True)
             keep_alive.close()
             lifeline.close()
+            if finished:  # (a worker stopped may have died holding the queue's lock: no put then)
+                queue.put(None)  # the reader ends now, not at its next timeout
             stop.set()
             reader.join()
             queue.close()
+
+
+class _Feeder(threading.Thread):
+    """Hands batches to the pool as its workers can take them (``limit`` queued or running at once, then
+    ``widen``'s), in a thread of its own: the pool's first ``submit`` waits for the forkserver to come up,
+    while the ingest process maps the first batch. ``specs`` is lazy: drawing from it reads files (the
+    pieces of a large file are found as the pass over it goes on), here, alongside that first batch."""
+
+    _END = object()
+
+    def __init__(self, pool: ProcessPoolExecutor, specs: Iterator[BatchSpec], limit: int):
+        super().__init__(daemon=True, name="feeder")
+        self.pool, self.specs = pool, specs
+        self.slots = threading.Semaphore(limit)
+        self.limit = limit
+        self.done: "queue_mod.SimpleQueue" = queue_mod.SimpleQueue()  # finished futures, then _END
+        self.stopping = threading.Event()
+        self.error: BaseException | None = None
+        self.submitted = 0
+
+    def run(self) -> None:
+        try:
+            while True:
+                self.slots.acquire()
+                spec = None if self.stopping.is_set() else next(self.specs, None)
+                if spec is None:
+                    break
+                future = self.pool.submit(run_batch_in_worker, spec)  # the first waits for the forkserver
+                self.submitted += 1
+                future.add_done_callback(self._finished)
+        except BaseException as e:  # a file the pass could not read, a pool already broken: the run's error
+            self.error = e
+        finally:
+            self.done.put(self._END)
+
+    def widen(self, limit: int) -> None:
+        """From now on up to ``limit`` batches queued or running at once."""
+        if limit > self.limit:
+            self.slots.release(limit - self.limit)
+            self.limit = limit
+
+    def _finished(self, future) -> None:
+        self.slots.release()
+        self.done.put(future)
+
+    def results(self) -> Iterator[BatchResult]:
+        """The pool's results as its batches finish; the feeder's error, if it met one."""
+        received, fed = 0, False
+        while not fed or received < self.submitted:
+            item = self.done.get()
+            if item is self._END:
+                fed = True
+                if self.error is not None:
+                    raise self.error
+                continue
+            received += 1
+            yield item.result()
+
+    def stop(self) -> None:
+        """No more batches handed out; returns once the thread is over (a ``submit`` waiting for the
+        forkserver to come up, or a read of the pass, ends first: nothing longer)."""
+        self.stopping.set()
+        self.slots.release()
+        if self.ident is not None:
+            self.join()
+
+
+def _here(spec: BatchSpec, progress: ProgressFn) -> BatchResult:
+    """A batch mapped by the ingest process itself, with a worker's collector settings (``_init_worker``)."""
+    threshold = gc.get_threshold()
+    gc.set_threshold(*_WORKER_GC)
+    try:
+        return BatchIngest(spec, progress).run()
+    finally:
+        gc.set_threshold(*threshold)
+        # The batch's Arrow memory back to the system (the allocator keeps it, ~120 MB for a 32 MB
+        # piece): this process lives on beside the workers, and the run's peak is theirs and its own.
+        import pyarrow as pa
+
+        pa.default_memory_pool().release_unused()
 
 
 def preload_modules(registry: Registry) -> list[str]:
@@ -144,19 +233,10 @@ def start_forkserver(registry: Registry) -> None:
     forkserver.ensure_running()
 
 
-def _finished(pending: set) -> list[BatchResult]:
-    """Wait for at least one batch; the results of all that are done, in batch order."""
-    done, _ = wait(pending, return_when=FIRST_COMPLETED)
-    results = []
-    for fut in done:
-        pending.discard(fut)
-        results.append(fut.result())
-    return sorted(results, key=lambda r: r.batch_no)
-
-
 # --- in a worker process ---------------------------------------------------------
 
 _progress_queue = None
+_WORKER_GC = (50_000, 20, 100)
 
 
 def _init_worker(queue, lifeline=None) -> None:
@@ -170,7 +250,7 @@ def _init_worker(queue, lifeline=None) -> None:
     # A worker allocates millions of short-lived dicts and lists that hold no cycles;
     # at the default threshold (700) the cyclic collector runs every few records:
     # ~7% of the time of ingesting 10k inference files.
-    gc.set_threshold(50_000, 20, 100)
+    gc.set_threshold(*_WORKER_GC)
 
 
 def _exit_with_parent(lifeline) -> None:

@@ -28,7 +28,7 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 
 from .catalog import Catalog
-from .commit import Changes, commit, repair
+from .commit import Changes, CommitAhead, commit, repair
 from .discover import LoopSkipped, Unreachable, walk
 from . import remote
 from .errors import Interrupted, ObjectStoreError, StorageError, StrictModeError, UsageError, WarehouseError
@@ -154,24 +154,30 @@ def ingest(
         ahead = _path_fields_ahead(store, catalog, work)
         items, sizes, scans = split_large_files(work.items, work.sizes, ingestors)
         bar = IngestProgress(len(items) + len(scans), sum(sizes) + sum(s.item_size for s in scans), enabled=progress)
+        commit_ahead = CommitAhead(store)  # the batches' files fsynced as they come, not all at the commit
         try:
             if not any(r.strict_failure for r in results):
-                results += _run_batches(items, sizes, spec_args, jobs, bar, scans, engine, spark_master)
+                results += _run_batches(items, sizes, spec_args, jobs, bar, scans, engine, spark_master, commit_ahead.add)
                 if scans:
                     results.append(merge_pieces(results, scans, str(store.root)))
+        except BaseException:
+            commit_ahead.close()
+            raise
         finally:
             bar.done()
         failure = next((r.strict_failure for r in results if r.strict_failure), None)
         if failure is not None:
+            commit_ahead.close()
             raise StrictModeError(failure.path, failure.locator, failure.stage, failure.message)
 
         for r in results:
             summary.add(r)
         changes = Changes.of(run_id, results, gone, settings)
-        changes.path_fields = ahead
+        changes.path_fields, changes.ahead = ahead, commit_ahead
         try:
             summary.committed = commit(store, record, catalog, changes)
         finally:
+            commit_ahead.close()
             if ahead is not None:
                 ahead.close()
     summary.seconds = time.monotonic() - t0
@@ -249,8 +255,10 @@ def _path_fields_ahead(store: Store, catalog: Catalog, work: _Work) -> PathField
 
 def _run_batches(items: list[WorkItem], sizes: list[int], spec_args: dict, jobs: int | None, bar: IngestProgress,
                  scans: Sequence[FileScan] = (), engine_name: str = "local",
-                 spark_master: str | None = None) -> list[BatchResult]:
-    """Plan the batches, run them on an engine, and stop it at --strict's first bad record."""
+                 spark_master: str | None = None,
+                 arrived: Callable[[BatchResult], None] = lambda result: None) -> list[BatchResult]:
+    """Plan the batches, run them on an engine, and stop it at --strict's first bad record.
+    ``arrived`` is called with each result as its batch ends."""
     if not items and not scans:
         return []
     engine = _engine(engine_name, spark_master, jobs, sum(sizes) + sum(s.item_size for s in scans), len(items))
@@ -270,6 +278,7 @@ def _run_batches(items: list[WorkItem], sizes: list[int], spec_args: dict, jobs:
     with closing(engine.run(specs(), bar.add)) as running:
         for result in running:
             results.append(result)
+            arrived(result)
             if result.strict_failure:
                 break  # --strict met a bad record: the run is over, the batches still running with it
     results.sort(key=lambda r: r.batch_no)
