@@ -181,13 +181,20 @@ def _last(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.nda
 
 
 def _rows(mask, ids, locators, suffix: str, **columns) -> pa.Table:
-    """The evaluation rows of the responses where ``mask`` holds."""
+    """The evaluation rows of the responses where ``mask`` holds.
+
+    Filtered first, so the locators are built for the rows kept only; a mask that keeps
+    every row (every response evaluated: the usual block) copies nothing."""
     mask = pa.array(mask) if not isinstance(mask, (pa.Array, pa.ChunkedArray)) else mask
+    every = pc.all(mask).as_py() is not False
+    if not every:
+        ids, locators = ids.filter(mask), locators.filter(mask)
+        columns = {k: v if isinstance(v, str) else v.filter(mask) for k, v in columns.items()}
     n = len(ids)
     data = {"response_id": ids, "record_id": ids, "source_locator": _join(locators, suffix)}
     for name, value in columns.items():
         data[name] = pa.repeat(value, n) if isinstance(value, str) else value
-    return pa.table(data).filter(mask)
+    return pa.table(data)
 
 
 def _line_spans(data: bytes, first_line: int) -> tuple[np.ndarray, np.ndarray] | None:
