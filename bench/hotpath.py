@@ -26,7 +26,7 @@ import pyarrow.json as pj
 import pyarrow.parquet as pq
 
 from warehouse.formats.afterimage import fast
-from warehouse.readers import line_ends
+from warehouse.readers import count_lines
 from warehouse.registry import Registry
 from warehouse.sink import conform
 from warehouse.tables import TABLES
@@ -72,7 +72,7 @@ def main() -> None:
 
     stages = [
         ("ingest process: SHA-256", lambda: hashlib.sha256(data).digest()),
-        ("ingest process: line ends (readers.line_ends)", lambda: line_ends(data)),
+        ("ingest process: line count (readers.count_lines)", lambda: count_lines(data)),
         ("worker: read the piece", lambda: read_file(piece)),
         ("worker: JSON parse (pyarrow, explicit schema)",
          lambda: pj.read_json(io.BytesIO(data), read_options=read, parse_options=fast._PARSE)),

@@ -98,3 +98,6 @@ def test_line_ends_are_every_newline_across_slices(monkeypatch, slice_bytes):
     assert readers.line_ends(data).tolist() == want
     assert readers.line_ends(data, 3, 40).tolist() == [i for i in want if 3 <= i < 40]
     assert readers.line_ends(data, len(data)).tolist() == [] and readers.line_ends(b"").tolist() == []
+    # the pass over a large file only counts them
+    assert readers.count_lines(data) == len(want) and readers.count_lines(data, 3, 40) == len([i for i in want if 3 <= i < 40])
+    assert readers.count_lines(data, len(data)) == 0 and readers.count_lines(b"") == 0

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from . import remote
 from .dependencies import DependsOn
 from .ingestor import Ingestor
-from .readers import line_ends, open_source
+from .readers import count_lines, open_source
 from .worker import BatchResult, WorkItem, detect
 
 #: JSONL files larger than this are split into pieces of about this size, ingested in parallel
@@ -57,14 +57,14 @@ class FileScan:
                         nl = block.find(b"\n", limit)
                     if nl < 0:
                         break  # no line end in the rest of the block: read on
-                    lines_in_piece += len(line_ends(block, done, nl + 1))
+                    lines_in_piece += count_lines(block, done, nl + 1)
                     done = nl + 1
                     end = block_start + done
                     yield WorkItem(self.item.path, format=self.format, chunk=(start, end, line), tree=self.item.tree)
                     line += lines_in_piece
                     lines_in_piece = 0
                     start = end
-                lines_in_piece += len(line_ends(block, done))
+                lines_in_piece += count_lines(block, done)
             if pos > start:
                 yield WorkItem(self.item.path, format=self.format, chunk=(start, pos, line), tree=self.item.tree)
         self.sha256 = h.hexdigest()
