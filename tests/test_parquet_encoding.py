@@ -58,20 +58,3 @@ def test_nested_columns_are_named_by_their_parquet_path(tmp_path):
     assert dictionary_columns(data) == ["tags.list.element", "pairs.k", "pairs.v"]
     pq.write_table(data, tmp_path / "n.parquet", use_dictionary=dictionary_columns(data))
     assert all(_encodings(tmp_path / "n.parquet").values())
-
-
-def test_a_dictionary_follows_repetition_not_length(tmp_path):
-    """Short values that never repeat (a criterion's feedback sentence) are written plain; long values
-    that repeat on many rows (a system prompt) keep their dictionary."""
-    from warehouse.writer import dictionary_columns
-
-    n = 3000
-    data = pa.table({
-        "feedback": [f"Answer {i} is clear but misses a step." if i % 7 else None for i in range(n)],
-        "system_prompt": ["You are a careful assistant. " * 8 + f"Variant {i % 3}." for i in range(n)],
-        "criterion": [("coherence", "factuality", "grounding")[i % 3] for i in range(n)],
-    })
-    assert dictionary_columns(data) == ["system_prompt", "criterion"]
-    pq.write_table(data, tmp_path / "d.parquet", use_dictionary=dictionary_columns(data))
-    encoded = _encodings(tmp_path / "d.parquet")
-    assert not encoded["feedback"] and encoded["system_prompt"] and encoded["criterion"]

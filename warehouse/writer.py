@@ -35,12 +35,9 @@ ROW_GROUP_BYTES = 64 * 1024 * 1024
 PARQUET_OPTIONS = dict(compression="zstd", compression_level=1, write_statistics=True)
 #: Arrow dictionary-encodes every column it is not told otherwise of: it hashes each value into a
 #: dictionary until that holds 1 MB, then falls back to plain. Values that do not repeat make the
-#: hashing a loss (and the file larger): a locator names one place per row, prose (prompts, answers,
-#: feedback) is written once. What counts is whether values repeat, not their length: 60-byte
-#: feedback sentences that never repeat are written plain, a long system prompt on every row keeps
-#: its dictionary. A string column is written plain when more than half of its first
-#: ``DICTIONARY_SAMPLE`` values (nulls aside) are distinct.
-DICTIONARY_SAMPLE = 4096
+#: hashing a loss (and the file larger): a locator names one place per row, and a text column whose
+#: values average more bytes than this is long prose (prompts, answers, feedback). Written plain.
+DICTIONARY_MAX_AVG_BYTES = 64
 
 _I64 = (-(2**63), 2**63 - 1)
 _I32 = (-(2**31), 2**31 - 1)
@@ -231,21 +228,18 @@ def open_parquet_writer(path: str, schema: pa.Schema, first: pa.Table | None = N
 
 
 def dictionary_columns(data: pa.Table) -> list[str]:
-    """The columns of ``data`` worth dictionary encoding: all but the string columns whose values
-    do not repeat (``DICTIONARY_SAMPLE``)."""
+    """The columns of ``data`` worth dictionary encoding: all but the ones whose values do not
+    repeat (``DICTIONARY_MAX_AVG_BYTES``)."""
     out = []
     for name, column in zip(data.column_names, data.columns):
-        if pa.types.is_string(column.type) and not _repeats(column.slice(0, DICTIONARY_SAMPLE)):
+        if name == "source_locator":
             continue
+        if pa.types.is_string(column.type) and len(column) > column.null_count:
+            average = (pc.sum(pc.binary_length(column)).as_py() or 0) / (len(column) - column.null_count)
+            if average > DICTIONARY_MAX_AVG_BYTES:
+                continue
         out += _leaves(name, column.type)
     return out
-
-
-def _repeats(sample) -> bool:
-    """True unless more than half of the sample's values (nulls aside) are distinct; an all-null
-    sample counts as repeating (its dictionary is empty)."""
-    values = len(sample) - sample.null_count
-    return 2 * pc.count_distinct(sample, mode="only_valid").as_py() <= values if values else True
 
 
 def _leaves(path: str, t: pa.DataType) -> list[str]:
