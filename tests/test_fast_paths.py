@@ -279,3 +279,39 @@ def test_lines_left_to_the_record_path_keep_their_numbers_in_a_piece(tmp_path):
     result = fast.fast_lines(b"\n".join(rows) + b"\n", "/x.jsonl", 101)
     assert result.rest == [(103, rows[2])]
     assert result.tables["responses"].column("source_locator").to_pylist() == ["101", "102", "104"]
+
+
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"])
+def test_a_piece_read_into_arrow_memory_maps_as_its_bytes(tmp_path, bom):
+    """A worker reads a piece of a large file into Arrow's memory (``readers.read_piece``), not into
+    ``bytes``: the fast path takes that buffer and gives the rows, and the lines it leaves (not UTF-8,
+    a role AfterImage does not have), that the same bytes give; the record path still gets ``bytes``."""
+    from warehouse.readers import SourceFile
+
+    rows = [json.dumps({"conversations": [{"role": "user", "content": f"q{i} caf\u00e9"},
+                                          {"role": "assistant", "content": f"a{i}"}]}).encode() for i in range(6)]
+    rows[2] = b'{"conversations": [{"role": "user", "content": "caf\xe9"}]}'
+    rows[4] = b'{"conversations": [{"role": "wizard", "content": "x"}]}'
+    head = b"" if bom else b'{"conversations": []}\n'  # a BOM opens line 1 only
+    first = 1 if bom else 2
+    data = bom + b"\r\n".join(rows) + b"\r\n"
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(head + data)
+    with SourceFile(str(path), chunk=(len(head), len(head) + len(data), first)) as src:
+        assert isinstance(src.buffer(), pa.Buffer) and src.head == data and src.size == len(data)
+        from_buffer, from_bytes = fast.fast_lines(src.buffer(), str(path), first), fast.fast_lines(data, str(path), first)
+        assert from_buffer.rest == from_bytes.rest and [n for n, _ in from_buffer.rest] == [first + 2, first + 4]
+        assert all(type(line) is bytes for _, line in from_buffer.rest)
+        for name, table in from_bytes.tables.items():
+            assert from_buffer.tables[name].equals(table), name
+        assert from_buffer.validated == from_bytes.validated is False
+        assert src.data() == data and type(src.data()) is bytes
+
+
+def test_a_piece_cut_short_by_the_file_is_what_the_file_holds(tmp_path):
+    from warehouse.readers import SourceFile
+
+    path = tmp_path / "short.jsonl"
+    path.write_bytes(b'{"a": 1}\n{"a": 2}\n')
+    with SourceFile(str(path), chunk=(9, 100, 2)) as src:  # the file shrank after the pass cut it
+        assert src.size == 9 and src.data() == b'{"a": 2}\n'

@@ -98,6 +98,9 @@ def test_line_ends_are_every_newline_across_slices(monkeypatch, slice_bytes):
     assert readers.line_ends(data).tolist() == want
     assert readers.line_ends(data, 3, 40).tolist() == [i for i in want if 3 <= i < 40]
     assert readers.line_ends(data, len(data)).tolist() == [] and readers.line_ends(b"").tolist() == []
+    # the pass over a large file only counts them
+    assert readers.count_lines(data) == len(want) and readers.count_lines(data, 3, 40) == len([i for i in want if 3 <= i < 40])
+    assert readers.count_lines(data, len(data)) == 0 and readers.count_lines(b"") == 0
 
 
 def test_the_first_piece_is_handed_out_before_the_pass_hashes_or_counts_it(tmp_path, monkeypatch):
@@ -109,7 +112,7 @@ def test_the_first_piece_is_handed_out_before_the_pass_hashes_or_counts_it(tmp_p
     path = tmp_path / "big.jsonl"
     path.write_bytes(data)
     hashed, counted = [], []
-    real_sha256, real_line_ends = hashlib.sha256, pieces.line_ends
+    real_sha256, real_count_lines = hashlib.sha256, pieces.count_lines
 
     class Recording:
         def __init__(self):
@@ -123,7 +126,7 @@ def test_the_first_piece_is_handed_out_before_the_pass_hashes_or_counts_it(tmp_p
             return self.h.hexdigest()
 
     monkeypatch.setattr(pieces.hashlib, "sha256", Recording)  # (hashlib's own: restored after the test)
-    monkeypatch.setattr(pieces, "line_ends", lambda *a: counted.append(a) or real_line_ends(*a))
+    monkeypatch.setattr(pieces, "count_lines", lambda *a: counted.append(a) or real_count_lines(*a))
     scan = FileScan(WorkItem(str(path)), "afterimage", 40_000, len(data))
     chunks = scan.chunks()
     first = next(chunks)

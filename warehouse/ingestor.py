@@ -125,7 +125,8 @@ class Ingestor(ABC):
     def fast_lines(self, data: bytes, path: str, first_line: int) -> "FastResult | None":
         """Optional (``fast_path = True``): map a block of JSONL lines at once, vectorized.
 
-        ``data`` holds whole lines, the first being line ``first_line``. Return the
+        ``data`` holds whole lines, the first being line ``first_line``: a buffer (``bytes``, or an
+        Arrow buffer for a piece of a large file: ``SourceFile.buffer``), not always ``bytes``. Return the
         tables (with every provenance column filled) of the lines it maps, and in
         ``FastResult.rest`` the lines it leaves to ``records``/``map`` (any line it
         cannot map exactly: those quarantine exactly); or None to leave the whole

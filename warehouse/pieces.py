@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from . import remote
 from .dependencies import DependsOn
 from .ingestor import Ingestor
-from .readers import line_ends, open_source
+from .readers import count_lines, open_source
 from .worker import BatchResult, WorkItem, detect
 
 #: JSONL files larger than this are split into pieces of about this size, ingested in parallel
@@ -53,7 +53,7 @@ class FileScan:
             if unhashed is not None:
                 uncounted.append((block, lo, hi))
                 return 0
-            return len(line_ends(block, lo, hi))
+            return count_lines(block, lo, hi)
 
         f, self.size, self.mtime_ns = open_source(self.item.path)
         with f:
@@ -77,7 +77,7 @@ class FileScan:
                         for b in unhashed:
                             h.update(b)
                         unhashed = None
-                        lines_in_piece += sum(len(line_ends(*c)) for c in uncounted)
+                        lines_in_piece += sum(count_lines(*c) for c in uncounted)
                         uncounted.clear()
                     line += lines_in_piece
                     lines_in_piece = 0

@@ -42,6 +42,24 @@ DEFAULT_MAX_RECORD_BYTES = 64 * 1024 * 1024
 CHUNK = 1 << 20
 
 
+def read_piece(f: BinaryIO, size: int):
+    """``size`` bytes of ``f`` from where it stands (fewer at its end), read into memory of Arrow's
+    pool: a worker reads a 32 MB piece after another, and Arrow's allocator hands back the pages
+    of the last one, while a new ``bytes`` of that size is fresh memory from the kernel, every
+    page of it faulted in and zeroed first (0.4 -> 0.2 CPU-s per GiB). ``bytes`` where the file
+    cannot read into a buffer (``readinto``)."""
+    import pyarrow as pa
+
+    if not hasattr(f, "readinto"):
+        return f.read(size)
+    buf = pa.allocate_buffer(size)
+    view, got = memoryview(buf), 0
+    while got < size and (n := f.readinto(view[got:])):
+        got += n
+    view.release()
+    return buf if got == size else buf.slice(0, got)
+
+
 def open_regular(path: str) -> BinaryIO:
     """Open a regular file for reading, or raise OSError saying why not.
 
@@ -130,9 +148,9 @@ class SourceFile:
         self._range: tuple[int, int] | None = None
         if chunk is not None and chunk[1] - chunk[0] <= max_record_bytes:
             self._f.seek(chunk[0])
-            self._data = self._f.read(chunk[1] - chunk[0])
+            self._data = read_piece(self._f, chunk[1] - chunk[0])
             self.size = len(self._data)
-            self.head = self._data[:HEAD_BYTES]
+            self.head = bytes(memoryview(self._data)[:HEAD_BYTES])
         elif chunk is not None:  # a piece that is one giant line: streamed like a large file
             self._range = (chunk[0], chunk[1])
             self.size = chunk[1] - chunk[0]
@@ -169,6 +187,16 @@ class SourceFile:
         return self._data is not None
 
     def data(self) -> bytes:
+        if self._data is None:
+            raise RuntimeError("file too large to read whole; use stream()")
+        if not isinstance(self._data, bytes):  # a piece read into Arrow's memory (read_piece)
+            self._data = self._data.to_pybytes()
+        return self._data
+
+    def buffer(self):
+        """The bytes read, as they were read: a piece of a large file is an Arrow buffer
+        (``read_piece``), anything else ``bytes``; both hold the buffer protocol. For fast
+        paths, which need no ``bytes`` methods; ``data()`` is the same bytes as ``bytes``."""
         if self._data is None:
             raise RuntimeError("file too large to read whole; use stream()")
         return self._data
@@ -472,6 +500,15 @@ def line_ends(data: bytes, start: int = 0, end: int | None = None) -> np.ndarray
     end = len(a) if end is None else end
     found = [np.flatnonzero(a[i:min(i + _SCAN_SLICE, end)] == 10) + i for i in range(start, end, _SCAN_SLICE)]
     return np.concatenate(found) if found else np.zeros(0, np.int64)
+
+
+def count_lines(data: bytes, start: int = 0, end: int | None = None) -> int:
+    """How many line ends ``data[start:end]`` holds: ``len(line_ends(...))`` without the offsets
+    (a count over each slice's mask, ~2.5x faster than finding where its ends are; the pass
+    over a large file counts every line of it)."""
+    a = np.frombuffer(data, np.uint8)
+    end = len(a) if end is None else end
+    return sum(int(np.count_nonzero(a[i:min(i + _SCAN_SLICE, end)] == 10)) for i in range(start, end, _SCAN_SLICE))
 
 
 

@@ -239,7 +239,7 @@ class BatchIngest:
             return False
         if not ingestor.fast_path:
             return False
-        result = ingestor.fast_lines(src.data(), path, src.first_line)
+        result = ingestor.fast_lines(src.buffer(), path, src.first_line)
         if result is None or not self.sink.tables(result.tables, result.records, counts, result.validated):
             return False
         # The lines the fast path left alone go through the record path, one at a time.

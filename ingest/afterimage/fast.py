@@ -16,7 +16,6 @@ to the same rows.
 
 from __future__ import annotations
 
-import io
 
 import numpy as np
 import orjson
@@ -51,14 +50,15 @@ _ROLES = pa.array(ROLES)
 _OPEN, _CLOSE, _CR = ord("{"), ord("}"), ord("\r")
 
 
-def fast_lines(data: bytes, path: str, first_line: int) -> FastResult | None:
+def fast_lines(data, path: str, first_line: int) -> FastResult | None:
+    """``data``: any buffer of whole lines (``bytes``, an Arrow buffer); only the buffer protocol is used."""
     spans = _line_spans(data, first_line)
     if spans is None:
         return None
     starts, ends = spans
     lines = len(starts)
     try:
-        t = pj.read_json(io.BytesIO(data), read_options=pj.ReadOptions(use_threads=False, block_size=max(len(data), 1 << 20)),
+        t = pj.read_json(pa.BufferReader(data), read_options=pj.ReadOptions(use_threads=False, block_size=max(len(data), 1 << 20)),
                          parse_options=_PARSE)
     except (pa.ArrowInvalid, UnicodeError):
         return None
@@ -69,7 +69,8 @@ def fast_lines(data: bytes, path: str, first_line: int) -> FastResult | None:
     if checked is None or checked[0].all():
         return None
     left, validated = checked
-    rest = [(first_line + int(i), data[0 if i == 0 else starts[i]:ends[i]]) for i in np.flatnonzero(left)]
+    a = np.frombuffer(data, np.uint8)
+    rest = [(first_line + int(i), a[0 if i == 0 else starts[i]:ends[i]].tobytes()) for i in np.flatnonzero(left)]
     line_numbers = np.arange(first_line, first_line + lines)
     if rest:
         keep = ~left
@@ -181,28 +182,35 @@ def _last(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.nda
 
 
 def _rows(mask, ids, locators, suffix: str, **columns) -> pa.Table:
-    """The evaluation rows of the responses where ``mask`` holds."""
+    """The evaluation rows of the responses where ``mask`` holds.
+
+    Filtered first, so the locators are built for the rows kept only; a mask that keeps
+    every row (every response evaluated: the usual block) copies nothing."""
     mask = pa.array(mask) if not isinstance(mask, (pa.Array, pa.ChunkedArray)) else mask
+    every = pc.all(mask).as_py() is not False
+    if not every:
+        ids, locators = ids.filter(mask), locators.filter(mask)
+        columns = {k: v if isinstance(v, str) else v.filter(mask) for k, v in columns.items()}
     n = len(ids)
     data = {"response_id": ids, "record_id": ids, "source_locator": _join(locators, suffix)}
     for name, value in columns.items():
         data[name] = pa.repeat(value, n) if isinstance(value, str) else value
-    return pa.table(data).filter(mask)
+    return pa.table(data)
 
 
-def _line_spans(data: bytes, first_line: int) -> tuple[np.ndarray, np.ndarray] | None:
+def _line_spans(data, first_line: int) -> tuple[np.ndarray, np.ndarray] | None:
     """(start, end) byte offsets of the block's lines, or None unless every line is
     one ``{...}`` alone (CRLF line ends too): then no JSON document can span two
     lines, and Arrow's rows are the lines, one for one, when their counts agree.
     (Arrow's reader also crashes, pyarrow 26, on a top-level null with an explicit schema.)"""
-    if not data:
-        return None
     a = np.frombuffer(data, np.uint8)
+    if not len(a):
+        return None
     newlines = line_ends(data)
-    ends = newlines if data.endswith(b"\n") else np.append(newlines, len(data))
+    ends = newlines if a[-1] == 10 else np.append(newlines, len(a))
     # a BOM opens line 1 only (the record path strips it there and nowhere else)
-    first = len(BOM) if first_line == 1 and data.startswith(BOM) else 0
-    if first == len(data):  # a BOM and nothing else: no line to map (the record path says what it is)
+    first = len(BOM) if first_line == 1 and a[:len(BOM)].tobytes() == BOM else 0
+    if first == len(a):  # a BOM and nothing else: no line to map (the record path says what it is)
         return None
     starts = np.concatenate(([first], newlines[: len(ends) - 1] + 1))
     if not (a[starts] == _OPEN).all():
@@ -213,7 +221,7 @@ def _line_spans(data: bytes, first_line: int) -> tuple[np.ndarray, np.ndarray] |
     return starts, ends
 
 
-def _left_to_records(t: pa.Table, data: bytes, starts: np.ndarray) -> tuple[np.ndarray, bool] | None:
+def _left_to_records(t: pa.Table, data, starts: np.ndarray) -> tuple[np.ndarray, bool] | None:
     """Per row (= line), True when the record path must read it, and whether every string of
     ``t`` is valid UTF-8 (the block is ASCII, or passed Arrow's full validation whole: a lone
     surrogate escape fails the parse); None when the block cannot be split so (the record
@@ -244,7 +252,7 @@ def _left_to_records(t: pa.Table, data: bytes, starts: np.ndarray) -> tuple[np.n
         x = score.fill_null(1.0).to_numpy(zero_copy_only=False)
         left |= ~np.isfinite(x) | ((x == 0) & np.signbit(x))
     validated = True
-    if not data.isascii():
+    if int(np.frombuffer(data, np.uint8).max()) >= 0x80:  # not ASCII (numpy's max: 2x bytes.isascii)
         try:
             t.validate(full=True)
         except pa.ArrowInvalid:
@@ -256,7 +264,7 @@ def _left_to_records(t: pa.Table, data: bytes, starts: np.ndarray) -> tuple[np.n
     return left, validated
 
 
-def _invalid_utf8(data: bytes, starts: np.ndarray) -> list[int]:
+def _invalid_utf8(data, starts: np.ndarray) -> list[int]:
     """Indexes of the lines whose bytes are not UTF-8 (one decoding pass over the block)."""
     bad, pos, view = [], 0, memoryview(data)
     while pos < len(data):
