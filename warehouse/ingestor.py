@@ -63,6 +63,11 @@ class Ingestor(ABC):
     #: True when the format implements ``fast_document`` and ``fast_documents`` (many whole .json
     #: files mapped at once: a run of many small files pays no per-record mapping in Python)
     fast_documents_path: ClassVar[bool] = False
+    #: modules the fast paths use (pyarrow.compute, pyarrow.json...) that the format imports where
+    #: they run, not when it loads: the run's own process needs ``sniff``, the suffixes and the
+    #: columns, and an unchanged run no more. A pool's forkserver imports them before forking
+    #: its workers (``pool.preload_modules``), so no worker imports them itself.
+    worker_modules: ClassVar[tuple[str, ...]] = ()
 
     # --- what it adds to the warehouse --------------------------------------------------------
     #: columns it adds to the shared tables, ``{table name: (Column, ...)}``; merged into

@@ -17,7 +17,7 @@ from warehouse.ingestor import Ingestor
 from warehouse.readers import SourceFile
 from warehouse.records import Mapped, Record, RecordContext, RecordError
 
-from . import fast, schema
+from . import schema
 from .export import EXPORT
 from .files import row_records
 from .row import map_row
@@ -38,6 +38,7 @@ class AfterImage(Ingestor):
     priority = 30
     line_records = True
     fast_path = True
+    worker_modules = (f"{__name__}.fast",)
     columns = schema.COLUMNS
     exporter = EXPORT
 
@@ -48,6 +49,8 @@ class AfterImage(Ingestor):
         return row_records(src)
 
     def fast_lines(self, data: bytes, path: str, first_line: int):
+        from . import fast  # where a block is mapped: loading the format does not need it
+
         return fast.fast_lines(data, path, first_line)
 
     def map(self, record: Record, ctx: RecordContext) -> Mapped:

@@ -17,7 +17,7 @@ from warehouse.ingestor import FastResult, Ingestor
 from warehouse.readers import BOM, SourceFile, json_document_records
 from warehouse.records import Mapped, Record, RecordContext
 
-from . import fast, kinds, schema
+from . import kinds, schema
 from .annotations import annotation_records, map_annotations
 from .export import EXPORT
 from .export.prompts import USER_PROMPTS_SQL
@@ -39,6 +39,7 @@ class TraitInterp(Ingestor):
     exporter = EXPORT
     user_prompts_sql = USER_PROMPTS_SQL  # responses.prompt holds the chat-templated prompt
     fast_documents_path = True  # inference files of the common flat shape: fast.py
+    worker_modules = (f"{__name__}.fast",)
 
     def sniff(self, path: str, head: bytes) -> bool:
         kind = kinds.kind_of(path, head)
@@ -71,9 +72,13 @@ class TraitInterp(Ingestor):
     def fast_document(self, path: str, head: bytes, data: bytes) -> bool:
         # By the path alone: a file the content test (kinds.kind_of) would call an annotation file
         # has "response_source" or "detailed_annotations" as a key, which fast.py refuses.
+        from . import fast  # where files are mapped: loading the format does not need it
+
         return not data.startswith(BOM) and kinds.kind_of_path(path) == kinds.RESPONSES and fast.takes(data)
 
     def fast_documents(self, docs: list[tuple[str, bytes]]) -> FastResult | None:
+        from . import fast
+
         return fast.documents(docs, self.name)
 
     def map(self, record: Record, ctx: RecordContext) -> Mapped:
