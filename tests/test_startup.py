@@ -43,6 +43,21 @@ def test_an_unchanged_run_does_not_import_pandas(tmp_path):
     assert _modules_after(code, ("pandas",)) == {"pandas": False}
 
 
+def test_an_unchanged_run_does_not_import_duckdb_nor_the_exporters(tmp_path):
+    """Queries, exports and the path_fields of new paths need DuckDB; an unchanged run none of them.
+    The formats' exporters (each with the export kit) are imported when an export asks for them."""
+    root = tmp_path / "wh"
+    warehouse.ingest(SOURCES, root=root, jobs=1, progress=False)
+    code = ("from warehouse.cli import main\n"
+            f"assert main(['ingest', *{SOURCES!r}, '--root', {str(root)!r}, '--quiet']) == 0")
+    heavy = ("duckdb", "warehouse.exports", "warehouse.formats.afterimage.export")
+    assert _modules_after(code, heavy) == dict.fromkeys(heavy, False)
+    # and the exporters are there when asked for
+    from warehouse.registry import Registry
+
+    assert {e.name for e in Registry.installed().exporters()} >= {"afterimage", "dataloop", "scale", "trait_interp"}
+
+
 @pytest.mark.skipif(importlib.util.find_spec("pandas") is None,
                     reason="pandas is not installed here: pyarrow cannot import it, there is nothing to check")
 def test_loading_the_formats_imports_neither_pandas_nor_their_fast_paths():

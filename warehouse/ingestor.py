@@ -82,7 +82,8 @@ class Ingestor(ABC):
 
     # --- what exports may ask of it -------------------------------------------------------------
     #: ``warehouse export --format <name>``: the selection written back in this format, with the
-    #: export kit (``warehouse.exports.kit``, docs/export.md#writing-an-exporter)
+    #: export kit (``warehouse.exports.kit``, docs/export.md#writing-an-exporter). May be a property
+    #: that imports it: the built-in formats' do, as every ingest loads every format and needs none
     exporter: ClassVar["ExportFormat | None"] = None
     #: SQL selecting ``(response_id, prompt)``: the plain user prompt of selected responses
     #: (temp table ``selected``) whose ``responses.prompt`` holds more than the user's message

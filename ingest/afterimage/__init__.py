@@ -18,7 +18,6 @@ from warehouse.readers import SourceFile
 from warehouse.records import Mapped, Record, RecordContext, RecordError
 
 from . import schema
-from .export import EXPORT
 from .files import row_records
 from .row import map_row
 
@@ -40,7 +39,12 @@ class AfterImage(Ingestor):
     fast_path = True
     worker_modules = (f"{__name__}.fast",)
     columns = schema.COLUMNS
-    exporter = EXPORT
+
+    @property
+    def exporter(self):
+        from .export import EXPORT  # an export asks for it; an ingest, which loads every format, does not
+
+        return EXPORT
 
     def sniff(self, path: str, head: bytes) -> bool:
         return bool(_CONVERSATIONS.search(head)) and any(marker in head for marker in _OURS)

@@ -19,8 +19,7 @@ from warehouse.records import Mapped, Record, RecordContext
 
 from . import kinds, schema
 from .annotations import annotation_records, map_annotations
-from .export import EXPORT
-from .export.prompts import USER_PROMPTS_SQL
+from .user_prompts import USER_PROMPTS_SQL
 from .responses import map_response
 from .sidecars import map_generation_metadata, map_prompt, prompt_set_records
 
@@ -36,10 +35,15 @@ class TraitInterp(Ingestor):
     priority = 20
     columns = schema.COLUMNS
     tables = schema.TABLES
-    exporter = EXPORT
     user_prompts_sql = USER_PROMPTS_SQL  # responses.prompt holds the chat-templated prompt
     fast_documents_path = True  # inference files of the common flat shape: fast.py
     worker_modules = (f"{__name__}.fast",)
+
+    @property
+    def exporter(self):
+        from .export import EXPORT  # an export asks for it; an ingest, which loads every format, does not
+
+        return EXPORT
 
     def sniff(self, path: str, head: bytes) -> bool:
         kind = kinds.kind_of(path, head)
