@@ -66,3 +66,23 @@ def test_loading_the_formats_imports_neither_pandas_nor_their_fast_paths():
     code = "from warehouse.registry import Registry\nRegistry.installed().ingestors()"
     fast = ("warehouse.formats.afterimage.fast", "warehouse.formats.trait_interp.fast")
     assert _modules_after(code, ("pandas", *fast)) == dict.fromkeys(("pandas", *fast), False)
+
+
+def test_the_catalog_reads_the_rows_pyarrow_would(tmp_path):
+    """``Catalog.load`` converts a column at a time (and ``ingested_at`` from its integers): the same
+    rows, the same instants, as pyarrow's own ``to_pylist``."""
+    import pyarrow.parquet as pq
+
+    from warehouse import delta
+    from warehouse.catalog import Catalog
+    from warehouse.storage import Store
+
+    root = tmp_path / "wh"
+    warehouse.ingest(SOURCES, root=root, jobs=1, progress=False)
+    store = Store(str(root))
+    record = store.read_snapshot()
+    files = delta.live_files(store.table_uri("sources"), record.version("sources"))
+    expected = [row for f in files for row in pq.read_table(f).to_pylist()]
+    rows = Catalog.load(store, record).rows
+    assert len(rows) == len(expected) > 10
+    assert rows == {row["source_path"]: row for row in expected}

@@ -147,7 +147,7 @@ def _walk_dir(path, st, suffixes, exclude, seen_dirs, seen_files, tree) -> Itera
             if name.startswith("."):
                 continue
             full = entry.path
-            if not _utf8(name):
+            if not name.isascii() and not _utf8(name):
                 yield Unreachable(readable(full), _NOT_UTF8 + ("; nothing under it was read" if entry.is_dir() else ""))
                 continue
             try:
