@@ -181,10 +181,12 @@ def test_the_forkserver_imports_the_worker_and_the_runs_formats_once_for_every_w
     """Workers are forked with these loaded, instead of each importing pyarrow and the formats."""
     from warehouse.pool import preload_modules
 
-    assert preload_modules(TOY) == ["__main__", "warehouse.worker", "tests.test_engines"]
+    assert preload_modules(TOY) == ["__main__", "warehouse.worker", "tests.test_engines", "pandas"]
     installed = preload_modules(Registry.installed())
     assert "warehouse.worker" in installed and all(m in installed for m in ("warehouse.formats.afterimage",
                                                                               "warehouse.formats.trait_interp"))
+    # the fast paths, which loading a format no longer imports (the run's process does not need them)
+    assert {"warehouse.formats.afterimage.fast", "warehouse.formats.trait_interp.fast"} <= set(installed)
 
 
 def test_the_forkserver_starts_during_the_walk_only_when_the_run_will_use_a_pool(tmp_path, monkeypatch):

@@ -9,6 +9,7 @@ catalogued files must be read again because a file they were built from changed
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
@@ -49,10 +50,11 @@ class Catalog:
 
         def read(f: str) -> pa.Table:
             fs, where = remote.fs_path(f)
-            return pq.read_table(where, filesystem=fs)
+            # one file: not pq.read_table, whose pyarrow.dataset makes pyarrow import pandas (0.15 s)
+            return pq.ParquetFile(where, filesystem=fs).read()
 
         table = pa.concat_tables([read(f) for f in files]) if len(files) > 1 else read(files[0])
-        return cls({row["source_path"]: row for row in table.to_pylist()})
+        return cls({row["source_path"]: row for row in _pylist(table)})
 
     def __bool__(self) -> bool:
         return bool(self.rows)
@@ -152,3 +154,24 @@ class Catalog:
             p for p, e in self.rows.items()
             if e.get("depends_on") and DependsOn.from_json(e["depends_on"]).asks_for(option)
         ]
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def _pylist(table: pa.Table) -> list[dict]:
+    """``table.to_pylist()``, a column at a time. pyarrow's own looks the time zone up again for
+    every timestamp (``ingested_at``), and to choose between zoneinfo and pytz imports pandas
+    (when installed): 0.05 s and 0.15 s of an unchanged run of 20,000 files."""
+    names = table.column_names
+    columns = [_utc_datetimes(c) if c.type == _UTC_US else c.to_pylist() for c in table.columns]
+    return [dict(zip(names, values)) for values in zip(*columns)]
+
+
+_UTC_US = pa.timestamp("us", tz="UTC")
+
+
+def _utc_datetimes(column: pa.ChunkedArray) -> list[dt.datetime | None]:
+    """A UTC microsecond timestamp column as aware datetimes, from its integers (the same instants)."""
+    ticks = [v for chunk in column.chunks for v in chunk.view(pa.int64()).to_pylist()]
+    return [None if v is None else _EPOCH + dt.timedelta(microseconds=v) for v in ticks]

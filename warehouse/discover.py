@@ -134,42 +134,59 @@ def _first(st: os.stat_result, seen_files: set[tuple[int, int]]) -> bool:
 
 
 def _walk_dir(path, st, suffixes, exclude, seen_dirs, seen_files, tree) -> Iterator[Found | Unreachable | LoopSkipped]:
+    """The tree under directory ``path``, depth first in name order, with a stack of listings
+    rather than a generator per directory (each file passed up through one generator per level)."""
+    top = _listing(path, st, exclude, seen_dirs)
+    if not isinstance(top, list):
+        yield top
+        return
+    stack = [iter(top)]
+    while stack:
+        for entry in stack[-1]:
+            name = entry.name
+            if name.startswith("."):
+                continue
+            full = entry.path
+            if not name.isascii() and not _utf8(name):
+                yield Unreachable(readable(full), _NOT_UTF8 + ("; nothing under it was read" if entry.is_dir() else ""))
+                continue
+            try:
+                est = os.stat(full)  # follows symlinks
+            except OSError as e:
+                if entry.is_symlink():
+                    yield Unreachable(full, f"broken symlink ({_os_message(e)})")
+                else:
+                    yield Unreachable(full, _os_message(e))
+                continue
+            if stat.S_ISDIR(est.st_mode):
+                below = _listing(full, est, exclude, seen_dirs)
+                if isinstance(below, list):
+                    stack.append(iter(below))
+                    break  # into it; this listing goes on where it was once that one is done
+                yield below
+            elif not name.lower().endswith(suffixes):
+                continue
+            elif not stat.S_ISREG(est.st_mode):  # a FIFO would block the run, a device never end
+                yield Unreachable(full, NOT_REGULAR)
+            elif _first(est, seen_files):
+                yield Found(full, est.st_size, est.st_mtime_ns, tree=tree, identity=(est.st_dev, est.st_ino))
+        else:
+            stack.pop()
+
+
+def _listing(path, st, exclude, seen_dirs) -> list[os.DirEntry] | Unreachable | LoopSkipped:
+    """A directory's entries in name order; what stops it being walked; [] for the excluded one."""
     key = (st.st_dev, st.st_ino)
     if key in seen_dirs:
-        yield LoopSkipped(path, os.path.realpath(path))
-        return
+        return LoopSkipped(path, os.path.realpath(path))
     seen_dirs.add(key)
     if key == exclude:
-        return
+        return []
     try:
         with os.scandir(path) as it:
-            entries = sorted(it, key=lambda e: e.name)
+            return sorted(it, key=lambda e: e.name)
     except OSError as e:
-        yield Unreachable(path, _os_message(e))
-        return
-    for entry in entries:
-        if entry.name.startswith("."):
-            continue
-        full = os.path.join(path, entry.name)
-        if not _utf8(entry.name):
-            yield Unreachable(readable(full), _NOT_UTF8 + ("; nothing under it was read" if entry.is_dir() else ""))
-            continue
-        try:
-            est = os.stat(full)  # follows symlinks
-        except OSError as e:
-            if entry.is_symlink():
-                yield Unreachable(full, f"broken symlink ({_os_message(e)})")
-            else:
-                yield Unreachable(full, _os_message(e))
-            continue
-        if stat.S_ISDIR(est.st_mode):
-            yield from _walk_dir(full, est, suffixes, exclude, seen_dirs, seen_files, tree)
-        elif not entry.name.lower().endswith(suffixes):
-            continue
-        elif not stat.S_ISREG(est.st_mode):  # a FIFO would block the run, a device never end
-            yield Unreachable(full, NOT_REGULAR)
-        elif _first(est, seen_files):
-            yield Found(full, est.st_size, est.st_mtime_ns, tree=tree, identity=(est.st_dev, est.st_ino))
+        return Unreachable(path, _os_message(e))
 
 
 def _os_message(e: OSError) -> str:

@@ -63,6 +63,11 @@ class Ingestor(ABC):
     #: True when the format implements ``fast_document`` and ``fast_documents`` (many whole .json
     #: files mapped at once: a run of many small files pays no per-record mapping in Python)
     fast_documents_path: ClassVar[bool] = False
+    #: modules the fast paths use (pyarrow.compute, pyarrow.json...) that the format imports where
+    #: they run, not when it loads: the run's own process needs ``sniff``, the suffixes and the
+    #: columns, and an unchanged run no more. A pool's forkserver imports them before forking
+    #: its workers (``pool.preload_modules``), so no worker imports them itself.
+    worker_modules: ClassVar[tuple[str, ...]] = ()
 
     # --- what it adds to the warehouse --------------------------------------------------------
     #: columns it adds to the shared tables, ``{table name: (Column, ...)}``; merged into
@@ -77,7 +82,8 @@ class Ingestor(ABC):
 
     # --- what exports may ask of it -------------------------------------------------------------
     #: ``warehouse export --format <name>``: the selection written back in this format, with the
-    #: export kit (``warehouse.exports.kit``, docs/export.md#writing-an-exporter)
+    #: export kit (``warehouse.exports.kit``, docs/export.md#writing-an-exporter). May be a property
+    #: that imports it: the built-in formats' do, as every ingest loads every format and needs none
     exporter: ClassVar["ExportFormat | None"] = None
     #: SQL selecting ``(response_id, prompt)``: the plain user prompt of selected responses
     #: (temp table ``selected``) whose ``responses.prompt`` holds more than the user's message

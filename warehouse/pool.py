@@ -216,11 +216,15 @@ def _here(spec: BatchSpec, progress: ProgressFn) -> BatchResult:
 
 
 def preload_modules(registry: Registry) -> list[str]:
-    """What the forkserver imports before it forks any worker: the worker and the run's formats.
-    The formats were loaded in this process already (detection needs them all), so importing
-    them again cannot fail where this process did not; ``__main__`` is multiprocessing's default."""
+    """What the forkserver imports before it forks any worker: the worker, the run's formats and the
+    modules their fast paths use (``Ingestor.worker_modules``). The formats were loaded in this
+    process already (detection needs them all), so importing them again cannot fail where this
+    process did not; ``__main__`` is multiprocessing's default. pandas: pyarrow imports it (when
+    installed) on a process's first ``pa.array``, which every worker makes: imported once here, not
+    in each worker (where it is not installed, the forkserver passes over the ImportError)."""
     formats = sorted({ref.partition(":")[0] for _name, ref in registry.refs})
-    return ["__main__", "warehouse.worker", *formats]
+    fast = sorted({m for ingestor in registry.ingestors() for m in ingestor.worker_modules})
+    return ["__main__", "warehouse.worker", *formats, *fast, "pandas"]
 
 
 def start_forkserver(registry: Registry) -> None:

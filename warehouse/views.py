@@ -17,13 +17,15 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import duckdb
+from typing import TYPE_CHECKING
 
 from .errors import StorageError
 from .remote import StorageOptions
 from .storage import SnapshotRecord, Store
 from .tables import TABLES, Table, duckdb_type
+
+if TYPE_CHECKING:  # imported where a connection is made: every ingest imports this module, few need duckdb
+    import duckdb
 
 PATH_FIELDS_SQL = "10_path_fields.sql"
 #: the table path-derived fields are materialised in, one row per source path (joined on source_path)
@@ -190,6 +192,8 @@ def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None, threads:
             raise StorageError(
                 f"{root}: snapshot {as_of} cannot be read any more: `warehouse compact` deleted {len(gone)} of its "
                 f"files (e.g. {store.rel(gone[0])}). {readable_hint(store)}")
+    import duckdb
+
     con = duckdb.connect(":memory:")
     # GLOBAL: cursors of this connection (one per call in ``Warehouse``) get it too.
     con.execute(f"SET GLOBAL dynamic_or_filter_threshold = {PATH_FILTER_LIST_MAX}")
@@ -290,6 +294,7 @@ def connect(root: str | os.PathLike, *, as_of: int | None = None, threads: int |
 
 def materialize_path_fields(sources_file: str, out_path: str):
     """Write path_fields for the catalog file ``sources_file`` to ``out_path`` (Parquet); its Arrow schema."""
+    import duckdb
     import pyarrow.parquet as pq
 
     con = duckdb.connect(":memory:")
@@ -314,6 +319,8 @@ class PathFieldsAhead:
         import threading
 
         import weakref
+
+        import duckdb
 
         self._con = duckdb.connect(":memory:")
         weakref.finalize(self, self._con.close)  # a run that fails before its commit drops it unclosed

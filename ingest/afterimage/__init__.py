@@ -17,8 +17,7 @@ from warehouse.ingestor import Ingestor
 from warehouse.readers import SourceFile
 from warehouse.records import Mapped, Record, RecordContext, RecordError
 
-from . import fast, schema
-from .export import EXPORT
+from . import schema
 from .files import row_records
 from .row import map_row
 
@@ -38,8 +37,14 @@ class AfterImage(Ingestor):
     priority = 30
     line_records = True
     fast_path = True
+    worker_modules = (f"{__name__}.fast",)
     columns = schema.COLUMNS
-    exporter = EXPORT
+
+    @property
+    def exporter(self):
+        from .export import EXPORT  # an export asks for it; an ingest, which loads every format, does not
+
+        return EXPORT
 
     def sniff(self, path: str, head: bytes) -> bool:
         return bool(_CONVERSATIONS.search(head)) and any(marker in head for marker in _OURS)
@@ -48,6 +53,8 @@ class AfterImage(Ingestor):
         return row_records(src)
 
     def fast_lines(self, data: bytes, path: str, first_line: int):
+        from . import fast  # where a block is mapped: loading the format does not need it
+
         return fast.fast_lines(data, path, first_line)
 
     def map(self, record: Record, ctx: RecordContext) -> Mapped:

@@ -18,7 +18,6 @@ from warehouse.records import Mapped, Record, RecordContext, RecordError
 
 from ..fields import expect_object
 from . import detect, download, schema
-from .export import EXPORT
 from .item import map_prompt_item
 from .trace import map_trace
 
@@ -29,7 +28,13 @@ class Dataloop(Ingestor):
     suffixes = (".json",)
     priority = 50
     columns = schema.COLUMNS
-    exporter = EXPORT  # back to a dataset download: export.py
+
+    @property
+    def exporter(self):
+        from .export import EXPORT  # back to a dataset download. Imported when an export asks for it:
+        # an ingest, which loads every format, does not
+
+        return EXPORT
 
     def sniff(self, path: str, head: bytes) -> bool:
         return detect.is_document(head) or detect.is_platform_item(head)

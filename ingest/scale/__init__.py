@@ -24,7 +24,6 @@ from . import schema
 from .annotations import Target, map_annotations
 from .datasets import map_dataset_task
 from .deliveries import DATASET_TASK, THREAD, scale_records
-from .export import EXPORT
 from .turn import map_turn
 
 #: markers of other formats (Dataloop, AfterImage): a file holding one is not ours
@@ -40,7 +39,12 @@ class Scale(Ingestor):
     priority = 40  # it refuses Dataloop's files (_FOREIGN): the order between them does not matter
     columns = schema.COLUMNS
     tables = schema.TABLES
-    exporter = EXPORT
+
+    @property
+    def exporter(self):
+        from .export import EXPORT  # an export asks for it; an ingest, which loads every format, does not
+
+        return EXPORT
 
     def sniff(self, path: str, head: bytes) -> bool:
         if head.lstrip()[:1] not in (b"{", b"["):

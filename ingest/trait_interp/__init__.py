@@ -17,10 +17,9 @@ from warehouse.ingestor import FastResult, Ingestor
 from warehouse.readers import BOM, SourceFile, json_document_records
 from warehouse.records import Mapped, Record, RecordContext
 
-from . import fast, kinds, schema
+from . import kinds, schema
 from .annotations import annotation_records, map_annotations
-from .export import EXPORT
-from .export.prompts import USER_PROMPTS_SQL
+from .user_prompts import USER_PROMPTS_SQL
 from .responses import map_response
 from .sidecars import map_generation_metadata, map_prompt, prompt_set_records
 
@@ -36,9 +35,15 @@ class TraitInterp(Ingestor):
     priority = 20
     columns = schema.COLUMNS
     tables = schema.TABLES
-    exporter = EXPORT
     user_prompts_sql = USER_PROMPTS_SQL  # responses.prompt holds the chat-templated prompt
     fast_documents_path = True  # inference files of the common flat shape: fast.py
+    worker_modules = (f"{__name__}.fast",)
+
+    @property
+    def exporter(self):
+        from .export import EXPORT  # an export asks for it; an ingest, which loads every format, does not
+
+        return EXPORT
 
     def sniff(self, path: str, head: bytes) -> bool:
         kind = kinds.kind_of(path, head)
@@ -71,9 +76,13 @@ class TraitInterp(Ingestor):
     def fast_document(self, path: str, head: bytes, data: bytes) -> bool:
         # By the path alone: a file the content test (kinds.kind_of) would call an annotation file
         # has "response_source" or "detailed_annotations" as a key, which fast.py refuses.
+        from . import fast  # where files are mapped: loading the format does not need it
+
         return not data.startswith(BOM) and kinds.kind_of_path(path) == kinds.RESPONSES and fast.takes(data)
 
     def fast_documents(self, docs: list[tuple[str, bytes]]) -> FastResult | None:
+        from . import fast
+
         return fast.documents(docs, self.name)
 
     def map(self, record: Record, ctx: RecordContext) -> Mapped:
