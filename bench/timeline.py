@@ -2,13 +2,15 @@
 
     python bench/timeline.py ingest /tmp/speed-bench/afterimage-300mb --root /tmp/r --quiet
 
-Runs ``warehouse ingest`` with timers wrapped around the phases (walk, plan, the pass over a
-large file, each batch in whichever process maps it, the commit and its Delta commits) and
-prints, to stderr, one line per event (``TL seconds pid event``), then a summary: when the
+Runs ``warehouse ingest`` with timers wrapped around the phases (imports, loading the formats,
+the catalog, walk, plan, the pass over a large file, each batch in whichever process maps it,
+the commit and its Delta commits) and prints, to stderr, one line per event (``TL seconds pid
+event``; a phase's end line gives its wall and CPU seconds in the ingest process), then a summary: when the
 first batch started, the stretch of batches, and the serial stretches around it (the time
 before the first batch, the time from the last batch's end to the commit's end), and how
-many batches ran at once on average while batches ran (the cores used). Run it from
-outside a checkout whose ``warehouse`` is not the one measured.
+many batches ran at once on average while batches ran (the cores used). Run it twice on the
+same corpus and root to see an unchanged re-ingest's phases. Run it from outside a checkout
+whose ``warehouse`` is not the one measured.
 """
 
 from __future__ import annotations
@@ -44,14 +46,16 @@ _worker.BatchIngest.run = _batch
 
 
 def wrap(obj, name: str, label: str | None = None) -> None:
+    """Log the start and end of ``obj.name``; its end line gives its wall and this process's CPU seconds."""
     f = getattr(obj, name)
 
     def timed(*a, **k):
         log(f"{label or name} start")
+        wall, cpu = time.perf_counter(), time.process_time()
         try:
             return f(*a, **k)
         finally:
-            log(f"{label or name} end")
+            log(f"{label or name} end (wall {time.perf_counter() - wall:.3f} s, cpu {time.process_time() - cpu:.3f} s)")
 
     setattr(obj, name, timed)
 
@@ -65,7 +69,7 @@ def summary() -> None:
     ends = [t for t, m in batches if m.endswith("end")]
     first, last = min(starts), max(ends)
     busy = sum(ends) - sum(starts)  # batch-seconds
-    commit_end = max((t for t, _p, m in ALL if m == "commit end"), default=last)
+    commit_end = max((t for t, _p, m in ALL if m.startswith("commit end")), default=last)
     sys.stderr.write(
         f"TL summary: first batch at {first:.3f} s; batches {first:.3f}-{last:.3f} s, {busy / (last - first):.2f} "
         f"at once on average; last batch end to commit end {commit_end - last:.3f} s; "
@@ -85,14 +89,22 @@ if __name__ == "__main__":
     import atexit
     import tempfile
 
+    import warehouse.cli  # noqa: F401  (its imports are the process's start-up)
+
+    log(f"imports of warehouse.cli done (cpu {time.process_time():.3f} s)")
+    import warehouse.catalog as catalog
     import warehouse.commit as commit
     import warehouse.delta as delta
     import warehouse.pieces as pieces
+    import warehouse.registry as registry
     import warehouse.runner as runner
 
+    log(f"imports of warehouse.runner done (cpu {time.process_time():.3f} s)")
     for name in ("_what_to_read", "start_forkserver", "open_for_writing", "split_large_files", "_path_fields_ahead",
-                 "merge_pieces", "commit"):
+                 "_run_batches", "merge_pieces", "commit"):
         wrap(runner, name)
+    wrap(registry.Registry, "ingestors", "loading the formats")
+    wrap(catalog.Catalog, "load", "catalog")
     wrap(commit, "commit_plan")
     wrap(delta, "commit_table")
     _chunks = pieces.FileScan.chunks
@@ -108,7 +120,6 @@ if __name__ == "__main__":
     # the workers' lines: each process appends its own to a file named by the run's T0
     shared = os.path.join(tempfile.gettempdir(), f"timeline-{os.environ['TL_T0']}.txt")
     os.environ["TL_FILE"] = shared
-    log("imports done")
 
     def end():
         log("exit")

@@ -12,6 +12,7 @@ import multiprocessing
 import os
 import signal
 import threading
+import time
 from contextlib import closing
 
 import pyarrow.parquet as pq
@@ -39,7 +40,11 @@ class Toy(Ingestor):
 
     def records(self, src):
         if src.path.endswith(".hang.json"):
-            threading.Event().wait()  # until the process is stopped
+            # Until the process is stopped. In short waits: a signal sent to the process may land on any
+            # of its threads, and Python runs the handler only when the main thread next looks, which a
+            # wait without end never does (a real batch is Python code and C calls of a moment: it looks).
+            while True:
+                time.sleep(0.05)
         if src.path.endswith(".die.json"):
             os.kill(os.getpid(), signal.SIGKILL)
         return json_document_records(src)

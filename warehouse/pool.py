@@ -182,7 +182,12 @@ class _Feeder(threading.Thread):
         """The pool's results as its batches finish; the feeder's error, if it met one."""
         received, fed = 0, False
         while not fed or received < self.submitted:
-            item = self.done.get()
+            try:
+                # In short waits: Ctrl-C may land on any thread, and Python runs its handler only when
+                # the main thread next looks, which a wait without end would put off to the next batch.
+                item = self.done.get(timeout=0.2)
+            except queue_mod.Empty:
+                continue
             if item is self._END:
                 fed = True
                 if self.error is not None:
