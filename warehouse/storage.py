@@ -497,7 +497,7 @@ class RemoteStore(Store):
 
     * the snapshot commit point is a conditional put (``remote.create_object``: S3 ``If-None-Match``);
     * the writer lock is a *lease*: the object ``.warehouse/lock`` created by the same conditional
-      put, holding the holder, its run and an expiry, renewed while the run lasts and deleted at
+      put, holding the holder, its run and an expiry, renewed while the run lasts and released at
       its end; a lease past its expiry (a writer that died) is taken over (docs/storage.md);
     * nothing is fsync'ed (a put is durable once it returns).
     """

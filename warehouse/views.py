@@ -313,10 +313,7 @@ class PathFieldsAhead:
     def __init__(self, paths: set[str]):
         import threading
 
-        import weakref
-
-        self._con = duckdb.connect(":memory:")
-        weakref.finalize(self, self._con.close)  # a run that fails before its commit drops it unclosed
+        self._con = duckdb.connect(":memory:")  # its own: the thread is the only one using it until write/close
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._evaluate, args=(sorted(paths),), daemon=True,
                                         name="path-fields")
@@ -358,5 +355,6 @@ class PathFieldsAhead:
         return pq.read_schema(out_path)
 
     def close(self) -> None:
+        """Wait for the evaluation and close its connection (the runner calls it however the run ends)."""
         self._thread.join()
         self._con.close()
