@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import sys
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -42,19 +41,12 @@ def history(root: str | os.PathLike, *, format: str | None = None, out: IO[str] 
     rows = [_entry(r) for r in store.snapshots()]
     if format is None:
         return rows
-    out = out or sys.stdout
-    if format == "json":
-        import orjson
-
-        out.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode() + "\n")
-        return None
-    from .output import render_table
+    from .output import write_report
 
     cols = ["snapshot", "time", "operation", "files_ingested", "files_replaced", "files_pruned", "rows_added",
             "rows_removed"]
-    out.write(render_table(
-        ["snapshot", "time", "operation", "ingested", "replaced", "pruned", "rows in", "rows out"],
-        [[_cell(r[c]) for c in cols] for r in rows]))
+    write_report(rows, format, out, [(None, ["snapshot", "time", "operation", "ingested", "replaced", "pruned",
+                                             "rows in", "rows out"], [[_cell(r[c]) for c in cols] for r in rows])])
     return None
 
 
