@@ -177,3 +177,15 @@ def test_path_fields_ahead_is_closed_when_the_batches_fail(tmp_path, monkeypatch
         warehouse.ingest(str(tmp_path / "experiments"), str(tmp_path / "wh"), strict=True, progress=False, jobs=1)
     assert len(made) == 1
     assert made[0].closed and not made[0]._thread.is_alive()
+
+
+def test_path_fields_ahead_closed_early_stops_its_evaluation():
+    """close() before the rows are wanted (the run stopped) interrupts the evaluation instead of waiting
+    for rows nobody reads: a million paths take seconds of one core."""
+    from warehouse.views import PathFieldsAhead
+
+    ahead = PathFieldsAhead({f"/d/experiments/e/inference/i/responses/s/{i}.json" for i in range(300_000)})
+    ahead.close()
+    assert not ahead._thread.is_alive()
+    assert ahead._error is not None and not hasattr(ahead, "_rows")
+    assert isinstance(ahead._error, (duckdb.InterruptException, InterruptedError))
