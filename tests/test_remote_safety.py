@@ -56,6 +56,16 @@ def test_two_takers_of_one_stale_lease_exactly_one_wins(s3, bucket):
     assert re.fullmatch(r"pid \d+ on \S+", holder["holder"])
 
 
+@pytest.mark.parametrize("body", [b'{"holder": "a script", "expires": "tomorrow"}', b'{"holder": "x"}',
+                                  b'{"expires": null}', b"[1]", b"not json"])
+def test_a_lock_object_that_is_no_lease_is_taken_over(s3, bucket, body):
+    url = f"s3://{bucket}/wh/.warehouse/lock"
+    remote.create_object(url, body)
+    lease = Lease(url, "wh")
+    assert lease.try_take() is None
+    assert orjson.loads(remote.read_versioned(url)[0])["token"] == lease.me["token"]
+
+
 def test_a_renewal_past_the_expiry_keeps_the_lease_only_if_nobody_took_it(s3, bucket, monkeypatch):
     clock = [1000.0]
     monkeypatch.setattr(storage, "_now", lambda: clock[0])

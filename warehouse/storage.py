@@ -466,11 +466,18 @@ class Lease:
 
 
 def _parse_lease(data: bytes) -> dict:
+    """The lease as read; one that is not a lease (not JSON, no numeric expiry: written by hand or by
+    something else) counts as expired, so a writer takes it over instead of failing on it."""
     try:
         lease = orjson.loads(data)
     except orjson.JSONDecodeError:
+        lease = None
+    if not isinstance(lease, dict):
         return {"holder": "an unreadable lease", "expires": 0}
-    return lease if isinstance(lease, dict) else {"holder": "an unreadable lease", "expires": 0}
+    expires = lease.get("expires")
+    if isinstance(expires, bool) or not isinstance(expires, (int, float)):
+        lease["expires"] = 0
+    return lease
 
 
 class RootURL(str):
