@@ -390,6 +390,27 @@ def test_spark_reads_a_file_lacking_declared_columns_as_nulls_of_their_types(spa
     assert _rows(got) == _rows(spark_wh_arrow(w, "SELECT * FROM raw.responses"))
 
 
+def test_spark_reads_a_remote_root_in_the_declarations_of_the_process_that_registers_it(
+        spark, s3, env_for, monkeypatch):
+    """The schema Spark is told and the batches' schema are the declarations of the process calling
+    register (a newer package than the Python workers': here a column declared in this process alone),
+    not each Spark Python worker's own: the column is there, NULL in files written before it."""
+    import dataclasses
+
+    from warehouse import tables
+    from warehouse.spark import register
+
+    url = f"s3://{s3.new_bucket()}/wh"
+    Warehouse(url).ingest(sorted((SAMPLES / "afterimage").glob("*.jsonl"))[0])
+    old = tables.TABLES["responses"]
+    grown = dataclasses.replace(old, columns=(*old.columns, tables.C("later_note", pa.string(), "declared later")))
+    monkeypatch.setitem(tables.TABLES._get(), "responses", grown)
+    register(spark, url)
+    got = spark.table("raw_responses").toArrow()
+    assert got.column_names == grown.arrow_schema.names
+    assert got.num_rows and got.column("later_note").null_count == got.num_rows
+
+
 def test_the_spark_engine_ingests_into_a_remote_root(spark, s3, env_for, tmp_path):
     bucket = s3.new_bucket()
     src = SAMPLES / "afterimage"
