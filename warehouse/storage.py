@@ -434,13 +434,15 @@ class Lease:
     def _replace(self, body: bytes) -> str | None:
         """Replace our lease with ``body`` if it is still ours: None, else who holds it now."""
         while True:
+            tried = self.e_tag
             try:
-                self.e_tag = remote.replace_object(self.url, body, self.e_tag)
+                self.e_tag = remote.replace_object(self.url, body, tried)
                 return None
             except remote.Superseded:
                 found = remote.read_versioned(self.url)
-                if not self._adopt(found):  # (ours under another ETag: the put is tried again on that one)
-                    return _parse_lease(found[0]).get("holder", "another writer") if found else "nobody (it was deleted)"
+                if found is not None and found[1] != tried and self._adopt(found):
+                    continue  # ours under an ETag we never saw: the put again, on that one
+                return _parse_lease(found[0]).get("holder", "another writer") if found else "nobody (it was deleted)"
 
     def renew(self) -> None:
         """Push the expiry ``LEASE_SECONDS`` ahead, if the lease is still ours."""
