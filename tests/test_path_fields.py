@@ -138,3 +138,54 @@ def test_path_fields_evaluated_while_the_batches_run_are_the_ones_materialised_a
     finally:
         partial.close()
     assert not (tmp_path / "partial.parquet").exists()
+
+
+@pytest.mark.parametrize("failure", ["strict", "interrupt"])
+def test_path_fields_ahead_is_closed_when_the_batches_fail(tmp_path, monkeypatch, failure):
+    """The evaluation started before the batches is stopped and its connection closed however the run
+    ends before its commit: --strict's first bad record, Ctrl-C, an error in a batch."""
+    import json
+
+    import warehouse
+    from warehouse import runner
+    from warehouse.views import PathFieldsAhead
+
+    made = []
+
+    class Watched(PathFieldsAhead):
+        closed = False
+
+        def __init__(self, paths):
+            super().__init__(paths)
+            made.append(self)
+
+        def close(self):
+            super().close()
+            self.closed = True
+
+    monkeypatch.setattr(runner, "PathFieldsAhead", Watched)
+    tree = tmp_path / "experiments" / "e" / "inference" / "instruct" / "responses" / "set"
+    tree.mkdir(parents=True)
+    (tree / "1.json").write_text(json.dumps({"prompt": "p", "response": "r"}))
+    (tree / "2.json").write_text('{"prompt": "p", "response": ')  # quarantined: --strict stops at it
+    if failure == "interrupt":
+        def interrupted(*args, **kwargs):
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(runner, "_run_batches", interrupted)
+    with pytest.raises((warehouse.StrictModeError, KeyboardInterrupt)):
+        warehouse.ingest(str(tmp_path / "experiments"), str(tmp_path / "wh"), strict=True, progress=False, jobs=1)
+    assert len(made) == 1
+    assert made[0].closed and not made[0]._thread.is_alive()
+
+
+def test_path_fields_ahead_closed_early_stops_its_evaluation():
+    """close() before the rows are wanted (the run stopped) interrupts the evaluation instead of waiting
+    for rows nobody reads: a million paths take seconds of one core."""
+    from warehouse.views import PathFieldsAhead
+
+    ahead = PathFieldsAhead({f"/d/experiments/e/inference/i/responses/s/{i}.json" for i in range(300_000)})
+    ahead.close()
+    assert not ahead._thread.is_alive()
+    assert ahead._error is not None and not hasattr(ahead, "_rows")
+    assert isinstance(ahead._error, (duckdb.InterruptException, InterruptedError))

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import deltalake
 import orjson
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -358,6 +359,56 @@ def test_spark_register_takes_storage_options_over_a_wrong_environment(spark, s3
     register(spark, url, storage_options={"aws_secret_access_key": s3.secret})
     # the executors read with the options given, not their (wrong) environment
     assert spark.table("raw_turns").count() == Warehouse(local).one("SELECT count(*) FROM raw.turns")
+
+
+def test_spark_reads_a_file_lacking_declared_columns_as_nulls_of_their_types(spark, s3, env_for):
+    """A pinned file written before some columns were declared (here: the same file rewritten without a
+    list, a text and an integer column) reads them as typed NULLs through the data source, one partition
+    per file, every other column as written; DuckDB's view gives the same rows."""
+    import pyarrow.parquet as pq
+
+    from warehouse.spark import register
+    from warehouse.storage import snapshot_files
+
+    from .test_spark import _rows
+
+    url = f"s3://{s3.new_bucket()}/wh"
+    w = Warehouse(url)
+    w.ingest(sorted((SAMPLES / "afterimage").glob("*.jsonl"))[0])
+    files = snapshot_files(url)["responses"]
+    fs, path = remote.fs_path(files[0])
+    older = pq.read_table(path, filesystem=fs)
+    dropped = ["context_ids", "persona", "persona_generation_depth"]  # a list, a text and an integer column
+    assert all(older.column(c).null_count == 0 for c in dropped)  # (each with values in the file as written)
+    pq.write_table(older.drop_columns(dropped), path, filesystem=fs)
+    register(spark, url)
+    frame = spark.table("raw_responses")
+    assert frame.rdd.getNumPartitions() == len(files)
+    got = frame.toArrow()
+    assert all(got.column(c).null_count == got.num_rows for c in dropped)
+    assert [got.schema.field(c).type for c in dropped] == [pa.list_(pa.string()), pa.string(), pa.int64()]
+    assert _rows(got) == _rows(spark_wh_arrow(w, "SELECT * FROM raw.responses"))
+
+
+def test_spark_reads_a_remote_root_in_the_declarations_of_the_process_that_registers_it(
+        spark, s3, env_for, monkeypatch):
+    """The schema Spark is told and the batches' schema are the declarations of the process calling
+    register (a newer package than the Python workers': here a column declared in this process alone),
+    not each Spark Python worker's own: the column is there, NULL in files written before it."""
+    import dataclasses
+
+    from warehouse import tables
+    from warehouse.spark import register
+
+    url = f"s3://{s3.new_bucket()}/wh"
+    Warehouse(url).ingest(sorted((SAMPLES / "afterimage").glob("*.jsonl"))[0])
+    old = tables.TABLES["responses"]
+    grown = dataclasses.replace(old, columns=(*old.columns, tables.C("later_note", pa.string(), "declared later")))
+    monkeypatch.setitem(tables.TABLES._get(), "responses", grown)
+    register(spark, url)
+    got = spark.table("raw_responses").toArrow()
+    assert got.column_names == grown.arrow_schema.names
+    assert got.num_rows and got.column("later_note").null_count == got.num_rows
 
 
 def test_the_spark_engine_ingests_into_a_remote_root(spark, s3, env_for, tmp_path):

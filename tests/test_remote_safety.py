@@ -20,7 +20,7 @@ import pytest
 
 import warehouse
 from warehouse import delta, remote, storage
-from warehouse.errors import LockedError
+from warehouse.errors import LockedError, ObjectStoreError
 from warehouse.storage import Lease, Store
 
 from .conftest import REPO, Warehouse
@@ -54,6 +54,16 @@ def test_two_takers_of_one_stale_lease_exactly_one_wins(s3, bucket):
     holder = Lease(url, "wh").try_take()
     assert holder["holder"] == winner.me["holder"]
     assert re.fullmatch(r"pid \d+ on \S+", holder["holder"])
+
+
+@pytest.mark.parametrize("body", [b'{"holder": "a script", "expires": "tomorrow"}', b'{"holder": "x"}',
+                                  b'{"expires": null}', b"[1]", b"not json"])
+def test_a_lock_object_that_is_no_lease_is_taken_over(s3, bucket, body):
+    url = f"s3://{bucket}/wh/.warehouse/lock"
+    remote.create_object(url, body)
+    lease = Lease(url, "wh")
+    assert lease.try_take() is None
+    assert orjson.loads(remote.read_versioned(url)[0])["token"] == lease.me["token"]
 
 
 def test_a_renewal_past_the_expiry_keeps_the_lease_only_if_nobody_took_it(s3, bucket, monkeypatch):
@@ -118,6 +128,95 @@ def test_a_run_whose_lease_was_taken_over_refuses_to_commit_and_the_new_holder_r
     assert "repaired: restored" in capsys.readouterr().err
     assert again.committed and store.snapshot_numbers() == [1, 2]
     assert w.one("SELECT count(DISTINCT source_path) FROM responses") == 2
+
+
+def _lost_reply(put):
+    """``put`` (a remote create or conditional replace) whose request lands but whose reply never comes:
+    a timeout after the store applied it, or a client retrying it and the retry being refused."""
+    def landed(url, *args):
+        put(url, *args)
+        raise ObjectStoreError(f"{url}: cannot reach the endpoint: check AWS_ENDPOINT_URL and the network")
+    return landed
+
+
+def test_a_lease_put_that_landed_without_a_reply_is_still_this_runs(s3, bucket, monkeypatch):
+    """Not 'taken over by' the run itself: a renewal, a take and a release whose reply was lost find
+    their own token under an ETag they never saw, and go on with it."""
+    url = f"s3://{bucket}/wh/.warehouse/lock"
+    lease = Lease(url, "wh")
+    assert lease.try_take() is None
+    replace = remote.replace_object
+    monkeypatch.setattr(remote, "replace_object", _lost_reply(replace))
+    with pytest.raises(ObjectStoreError):  # (the renewing thread tries again at its next turn)
+        lease.renew()
+    monkeypatch.setattr(remote, "replace_object", replace)
+    lease.check()  # before a commit step: still this run's lease, renewed
+    assert lease.lost is None and lease.e_tag == remote.read_versioned(url)[1]
+    monkeypatch.setattr(remote, "replace_object", _lost_reply(replace))
+    with pytest.raises(ObjectStoreError):
+        lease.renew()
+    monkeypatch.setattr(remote, "replace_object", replace)
+    lease.release()  # released, not left to lapse
+    assert orjson.loads(remote.read_versioned(url)[0])["released"]
+    # a take whose create landed: the next look finds this run's own lease, not a holder to wait for
+    other = f"s3://{bucket}/wh2/.warehouse/lock"
+    taker = Lease(other, "wh2")
+    create = remote.create_object
+    monkeypatch.setattr(remote, "create_object", _lost_reply(create))
+    with pytest.raises(ObjectStoreError):
+        taker.try_take()
+    monkeypatch.setattr(remote, "create_object", create)
+    assert taker.try_take() is None
+    assert taker.e_tag == remote.read_versioned(other)[1]
+
+
+def test_a_lease_that_cannot_be_released_leaves_the_committed_run_committed(s3, bucket, monkeypatch, capsys):
+    root = f"s3://{bucket}/wh"
+    put(s3, f"s3://{bucket}/src/a.jsonl", _lines()[0])
+    replace = remote.replace_object
+
+    def no_release(url, data, e_tag):
+        if orjson.loads(data).get("released"):
+            raise ObjectStoreError(f"{url}: cannot reach the endpoint: check AWS_ENDPOINT_URL and the network")
+        return replace(url, data, e_tag)
+
+    monkeypatch.setattr(remote, "replace_object", no_release)
+    summary = warehouse.ingest(f"s3://{bucket}/src", root, progress=False)
+    assert summary.committed and Store(root).snapshot_numbers() == [1]
+    err = capsys.readouterr().err
+    assert "the lease was not released" in err and "cannot reach the endpoint" in err
+    # the next writer waits until the lease lapses (here: at once); a failed run's error is its own, not the release's
+    _expire(Store(root).lock_path)
+    put(s3, f"s3://{bucket}/src/b.jsonl", b"{not json\n")
+    with pytest.raises(warehouse.StrictModeError):
+        warehouse.ingest(f"s3://{bucket}/src", root, progress=False, strict=True)
+    assert "the lease was not released" in capsys.readouterr().err
+
+
+def test_a_compact_whose_lease_was_taken_over_stops_before_its_next_commit_step(s3, bucket, monkeypatch):
+    root = f"s3://{bucket}/wh"
+    w = Warehouse(root)
+    for i, line in enumerate(_lines()[:2]):  # two runs: small files to merge
+        put(s3, f"s3://{bucket}/src/{i}.jsonl", line)
+        w.ingest(f"s3://{bucket}/src")
+    store = Store(root)
+    pinned = store.read_snapshot().tables
+    thief, original, opened = Lease(store.lock_path, root), delta.open_table, []
+
+    def open_table(uri, *args, **kwargs):
+        opened.append(uri)
+        if len(opened) == 1:  # compact has the lease; another writer takes it over
+            assert thief.take(remote.read_versioned(store.lock_path)[1])
+        return original(uri, *args, **kwargs)
+
+    monkeypatch.setattr(delta, "open_table", open_table)
+    with pytest.raises(storage.LeaseLost, match=f"taken over by {re.escape(thief.me['holder'])}"):
+        warehouse.compact(root, progress=False)
+    monkeypatch.setattr(delta, "open_table", original)
+    assert store.snapshot_numbers() == [1, 2]
+    for name, table in pinned.items():  # no table committed past its pin, none repaired by the loser
+        assert delta.open_table(store.table_uri(name)).version() == table["version"], name
+    assert orjson.loads(remote.read_versioned(store.lock_path)[0])["token"] == thief.me["token"]
 
 
 # --- 2. errors on root writes ---------------------------------------------------------------------

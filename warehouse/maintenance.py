@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import sys
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -42,19 +41,12 @@ def history(root: str | os.PathLike, *, format: str | None = None, out: IO[str] 
     rows = [_entry(r) for r in store.snapshots()]
     if format is None:
         return rows
-    out = out or sys.stdout
-    if format == "json":
-        import orjson
-
-        out.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode() + "\n")
-        return None
-    from .output import render_table
+    from .output import write_report
 
     cols = ["snapshot", "time", "operation", "files_ingested", "files_replaced", "files_pruned", "rows_added",
             "rows_removed"]
-    out.write(render_table(
-        ["snapshot", "time", "operation", "ingested", "replaced", "pruned", "rows in", "rows out"],
-        [[_cell(r[c]) for c in cols] for r in rows]))
+    write_report(rows, format, out, [(None, ["snapshot", "time", "operation", "ingested", "replaced", "pruned",
+                                             "rows in", "rows out"], [[_cell(r[c]) for c in cols] for r in rows])])
     return None
 
 
@@ -99,7 +91,7 @@ def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, 
     from . import delta, remote
     from .commit import _sigint_deferred, repair
     from .runner import open_for_writing, say
-    from .storage import SnapshotRecord, Store, new_run_id
+    from .storage import LeaseLost, SnapshotRecord, Store, new_run_id
 
     root = checks.root(root)
     checks.count(retention_hours, "retention_hours", least=0)
@@ -126,11 +118,13 @@ def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, 
                     uri = store.table_uri(name)
                     table = delta.open_table(uri)
                     summary.files_before[name] = len(table.file_uris())
+                    store.check_lock()  # each commit step, as an ingest's: a run whose lease was taken over stops
                     done = table.optimize.compact(writer_properties=delta.writer_properties(), commit_properties=meta)
                     if done.get("numFilesRemoved"):
                         compacted[name] = {"removed": done["numFilesRemoved"], "added": done["numFilesAdded"]}
                     # the files of the snapshot before this compact are kept: a run that dies before the
                     # new snapshot is repaired to it, and connections opened on it keep working
+                    store.check_lock()
                     deleted = table.vacuum(retention_hours=retention_hours, enforce_retention_duration=False,
                                            dry_run=False, full=True, keep_versions=[pinned["version"]],
                                            commit_properties=meta)
@@ -140,7 +134,10 @@ def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, 
                     new.tables[name] = {**pinned, "version": table.version()}
                 new.did = {"files_compacted": compacted, "files_deleted": summary.files_deleted,
                            "retention_hours": retention_hours}
+                store.check_lock()
                 store.write_snapshot(new)
+            except LeaseLost:
+                raise  # the root is another run's now: it repairs the tables, not this one
             except BaseException:
                 repair(store, record, delete_orphans=False)
                 raise

@@ -21,6 +21,7 @@ from __future__ import annotations
 import io
 import math
 import re
+import sys
 from typing import IO, Any
 
 import duckdb
@@ -178,3 +179,19 @@ def render_table(names: list[str], rows: list[list[Any]], total: int | None = No
         footer += f", {len(rows)} shown; use --format csv|json|jsonl for all, or --max-rows N"
     out.append(footer + ")")
     return "\n".join(out) + "\n"
+
+
+def write_report(report: Any, format: str, out: IO[str] | None,
+                 tables: list[tuple[str | None, list[str], list[list[Any]]]]) -> None:
+    """A command's report (``warehouse stats``, ``warehouse history``) written to ``out`` (default stdout):
+    ``json``: ``report`` as indented JSON; ``table``: each ``(heading, column names, rows)`` of ``tables``
+    as a text table, a blank line between two, a heading on the line above its table."""
+    out = out or sys.stdout
+    if format == "json":
+        import orjson
+
+        out.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return
+    for i, (heading, names, rows) in enumerate(tables):
+        out.write(("\n" if i else "") + (f"{heading}\n" if heading else ""))
+        out.write(render_table(names, rows))

@@ -9,13 +9,12 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 import duckdb
-import orjson
 
 from . import checks, interrupt
 from .checks import SQL_FORMATS, STATS_FORMATS
 from .errors import QueryError, StorageError
 from .remote import StorageOptions
-from .output import TABLE_ROWS, render_table, write_result
+from .output import TABLE_ROWS, write_report, write_result
 from .tables import TABLES
 from .views import connect
 
@@ -130,18 +129,14 @@ def stats(root: str | os.PathLike, *, files: bool = False, format: str | None = 
         con.close()
     if format is None:
         return st
-    out = out or sys.stdout
-    if format == "json":
-        out.write(orjson.dumps(st, option=orjson.OPT_INDENT_2).decode() + "\n")
-        return None
-    out.write(render_table(["table", "rows"], [[k, v] for k, v in st["tables"].items()]))
-    out.write("\n")
-    cols = ["format", "status", "files", "records", "ingested", "quarantined", "bytes"]
-    out.write(render_table(cols, [[r[c] for c in cols] for r in st["formats"]]))
+    per_format = ["format", "status", "files", "records", "ingested", "quarantined", "bytes"]
+    per_file = ["source_path", "source_format", "status", "records", "ingested", "quarantined"]
+    tables = [(None, ["table", "rows"], [[k, v] for k, v in st["tables"].items()]),
+              (None, per_format, [[r[c] for c in per_format] for r in st["formats"]])]
     if st["files"]:
-        out.write("\n" if files else "\nfiles with quarantined records or not ingested:\n")
-        cols = ["source_path", "source_format", "status", "records", "ingested", "quarantined"]
-        out.write(render_table(cols, [[r[c] for c in cols] for r in st["files"]]))
+        tables.append((None if files else "files with quarantined records or not ingested:", per_file,
+                       [[r[c] for c in per_file] for r in st["files"]]))
+    write_report(st, format, out, tables)
     return None
 
 

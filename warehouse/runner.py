@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import closing, contextmanager
+from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass, field
 
 from .catalog import Catalog
@@ -108,7 +108,7 @@ def ingest(
     created = None if store.remote else _first_missing(store.root)
     trees = trees or {}
     with _said_in_one_line(store, run_id), store.lock(wait=wait, announce=say), \
-            _nothing_kept_unless_committed(store, run_id, created):
+            _nothing_kept_unless_committed(store, run_id, created), ExitStack() as run_scoped:
         record = open_for_writing(store, say)
         catalog = Catalog.load(store, record)
         # Options given now override the ones remembered from earlier runs.
@@ -152,34 +152,28 @@ def ingest(
                 results.append(parent.run())
         # path_fields of every path the commit may catalogue, evaluated while the batches run
         ahead = _path_fields_ahead(store, catalog, work)
+        if ahead is not None:
+            run_scoped.callback(ahead.close)  # however the run ends: --strict, Ctrl-C, an error, its commit
         items, sizes, scans = split_large_files(work.items, work.sizes, ingestors)
         bar = IngestProgress(len(items) + len(scans), sum(sizes) + sum(s.item_size for s in scans), enabled=progress)
         commit_ahead = CommitAhead(store)  # the batches' files fsynced as they come, not all at the commit
+        run_scoped.callback(commit_ahead.close)  # however the run ends, as path_fields ahead
         try:
             if not any(r.strict_failure for r in results):
                 results += _run_batches(items, sizes, spec_args, jobs, bar, scans, engine, spark_master, commit_ahead.add)
                 if scans:
                     results.append(merge_pieces(results, scans, str(store.root)))
-        except BaseException:
-            commit_ahead.close()
-            raise
         finally:
             bar.done()
         failure = next((r.strict_failure for r in results if r.strict_failure), None)
         if failure is not None:
-            commit_ahead.close()
             raise StrictModeError(failure.path, failure.locator, failure.stage, failure.message)
 
         for r in results:
             summary.add(r)
         changes = Changes.of(run_id, results, gone, settings)
         changes.path_fields, changes.ahead = ahead, commit_ahead
-        try:
-            summary.committed = commit(store, record, catalog, changes)
-        finally:
-            commit_ahead.close()
-            if ahead is not None:
-                ahead.close()
+        summary.committed = commit(store, record, catalog, changes)
     summary.seconds = time.monotonic() - t0
     return summary
 

@@ -24,6 +24,7 @@ import errno
 import os
 import re
 import secrets
+import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from pathlib import Path
 import orjson
 
 from . import remote
-from .errors import LockedError, StorageError, UsageError
+from .errors import LockedError, ObjectStoreError, StorageError, UsageError
 
 STATE_DIR = ".warehouse"
 SNAPSHOTS = "snapshots"
@@ -398,6 +399,8 @@ class Lease:
         found = remote.read_versioned(self.url)
         if found is None:
             return self.try_take()  # deleted since we tried to create it (by hand, or an older version): again
+        if self._adopt(found):
+            return None
         other = _parse_lease(found[0])
         if other.get("released") or other.get("expires", 0) < _now():
             # A released lease, or one past its expiry (its writer stopped renewing: it died). Take it over.
@@ -415,16 +418,37 @@ class Lease:
         except remote.Superseded:
             return False
 
-    def renew(self) -> None:
-        """Push the expiry ``LEASE_SECONDS`` ahead, if the lease is still the version we wrote."""
-        with self._mutex:
-            if self.lost is not None:
-                return
+    def _adopt(self, found: tuple[bytes, str | None] | None) -> bool:
+        """Whether the lease as read (``read_versioned``) is this run's live lease; if so its ETag is
+        the one later puts are conditional on. A put of ours can land while its reply is lost (a
+        timeout; or the client retried it and the retry was refused because the first attempt had
+        landed): the object is then ours under an ETag we never saw."""
+        if found is None:
+            return False
+        lease = _parse_lease(found[0])
+        if lease.get("token") != self.me["token"] or lease.get("released"):
+            return False
+        self.e_tag = found[1]
+        return True
+
+    def _replace(self, body: bytes) -> str | None:
+        """Replace our lease with ``body`` if it is still ours: None, else who holds it now."""
+        while True:
+            tried = self.e_tag
             try:
-                self.e_tag = remote.replace_object(self.url, self._body(), self.e_tag)
+                self.e_tag = remote.replace_object(self.url, body, tried)
+                return None
             except remote.Superseded:
                 found = remote.read_versioned(self.url)
-                self.lost = _parse_lease(found[0]).get("holder", "another writer") if found else "nobody (it was deleted)"
+                if found is not None and found[1] != tried and self._adopt(found):
+                    continue  # ours under an ETag we never saw: the put again, on that one
+                return _parse_lease(found[0]).get("holder", "another writer") if found else "nobody (it was deleted)"
+
+    def renew(self) -> None:
+        """Push the expiry ``LEASE_SECONDS`` ahead, if the lease is still ours."""
+        with self._mutex:
+            if self.lost is None:
+                self.lost = self._replace(self._body())
 
     def check(self) -> None:
         """Before a commit step: renew now; LeaseLost when the lease is another writer's."""
@@ -437,21 +461,25 @@ class Lease:
             )
 
     def release(self) -> None:
+        """Mark the lease released, if it is still ours (taken over at the very end, it is the new holder's)."""
         with self._mutex:
-            if self.lost is not None:
-                return
-            try:
-                remote.replace_object(self.url, self._body(released=True, expires=0), self.e_tag)
-            except remote.Superseded:
-                pass  # taken over at the very end: it is the new holder's now
+            if self.lost is None:
+                self._replace(self._body(released=True, expires=0))
 
 
 def _parse_lease(data: bytes) -> dict:
+    """The lease as read; one that is not a lease (not JSON, no numeric expiry: written by hand or by
+    something else) counts as expired, so a writer takes it over instead of failing on it."""
     try:
         lease = orjson.loads(data)
     except orjson.JSONDecodeError:
+        lease = None
+    if not isinstance(lease, dict):
         return {"holder": "an unreadable lease", "expires": 0}
-    return lease if isinstance(lease, dict) else {"holder": "an unreadable lease", "expires": 0}
+    expires = lease.get("expires")
+    if isinstance(expires, bool) or not isinstance(expires, (int, float)):
+        lease["expires"] = 0
+    return lease
 
 
 class RootURL(str):
@@ -478,7 +506,7 @@ class RemoteStore(Store):
 
     * the snapshot commit point is a conditional put (``remote.create_object``: S3 ``If-None-Match``);
     * the writer lock is a *lease*: the object ``.warehouse/lock`` created by the same conditional
-      put, holding the holder, its run and an expiry, renewed while the run lasts and deleted at
+      put, holding the holder, its run and an expiry, renewed while the run lasts and released at
       its end; a lease past its expiry (a writer that died) is taken over (docs/storage.md);
     * nothing is fsync'ed (a put is durable once it returns).
     """
@@ -574,15 +602,22 @@ class RemoteStore(Store):
                     pass
 
         renewer = threading.Thread(target=renew, name="warehouse-lease", daemon=True)
-        renewer.start()
         self._lease = lease
         try:
+            renewer.start()
             yield
         finally:
             self._lease = None
             stop.set()
-            renewer.join()
-            lease.release()
+            if renewer.ident is not None:
+                renewer.join()
+            try:
+                lease.release()
+            except ObjectStoreError as e:
+                # The run's outcome stands (its commit, or its own error): a lease left unreleased only
+                # makes the next writer wait until it lapses.
+                print(f"warning: {e}; the lease was not released: the next writer waits until it lapses, "
+                      f"within {LEASE_SECONDS:g} s", file=sys.stderr, flush=True)
 
     def check_lock(self) -> None:
         if self._lease is not None:

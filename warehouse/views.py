@@ -318,13 +318,11 @@ class PathFieldsAhead:
     def __init__(self, paths: set[str]):
         import threading
 
-        import weakref
-
         import duckdb
 
-        self._con = duckdb.connect(":memory:")
-        weakref.finalize(self, self._con.close)  # a run that fails before its commit drops it unclosed
+        self._con = duckdb.connect(":memory:")  # its own: the thread is the only one using it until write/close
         self._error: BaseException | None = None
+        self._closing = threading.Event()
         self._thread = threading.Thread(target=self._evaluate, args=(sorted(paths),), daemon=True,
                                         name="path-fields")
         self._thread.start()
@@ -339,6 +337,8 @@ class PathFieldsAhead:
             con.register("known_paths", pa.table({"source_path": pa.array(paths, pa.string())}))
             con.execute("CREATE VIEW raw.sources AS SELECT source_path FROM known_paths")
             con.execute((sql_dir() / PATH_FIELDS_SQL).read_text())
+            if self._closing.is_set():
+                raise InterruptedError("closed before the evaluation")
             # kept as Arrow: a DuckDB table would be written with NOT NULL columns, unlike the direct COPY
             self._rows = con.sql("SELECT * FROM path_fields").to_arrow_table()
         except BaseException as e:  # the commit then materialises path_fields itself
@@ -365,5 +365,10 @@ class PathFieldsAhead:
         return pq.read_schema(out_path)
 
     def close(self) -> None:
-        self._thread.join()
+        """Stop the evaluation if it still runs and close its connection. The runner calls it however the
+        run ends: a run stopped by Ctrl-C, --strict or an error does not wait for rows nobody will read."""
+        self._closing.set()
+        while self._thread.is_alive():
+            self._con.interrupt()  # DuckDB's way to stop a query from another thread; again until it has
+            self._thread.join(0.05)  # (an interrupt before the query starts is forgotten when it starts)
         self._con.close()

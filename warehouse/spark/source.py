@@ -5,7 +5,9 @@ not available everywhere the warehouse runs. So a remote root's tables are read 
 Python Data Source (``pyspark.sql.datasource``, Spark 4): ``warehouse_files``. Its partitions are
 the Parquet files the snapshot pins (one each); each is read on an executor through
 ``pyarrow.fs`` (``warehouse.remote``, with the storage options the driver resolved) and yielded as
-Arrow record batches in the table's declared schema (a column an older file lacks is NULL).
+Arrow record batches in the table's declared schema (a column an older file lacks is NULL). The
+declared schema is the one of the process calling ``register``, passed as an option: the Python
+workers Spark starts (for the schema, and on the executors) may have another version of the package.
 
 Python data sources get no column pruning from Spark: every declared column of a file is read.
 Filters are not pushed into the files either (Spark applies them to the rows). A local root is
@@ -17,6 +19,7 @@ The storage options travel to the executors as a data source option whose name s
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 from collections.abc import Iterator
@@ -25,21 +28,21 @@ from collections.abc import Iterator
 NAME = "warehouse_files"
 #: the option holding the resolved storage options (its name matches Spark's redaction pattern)
 SECRET_OPTIONS = "secret_storage_options"
+#: the option holding the table's declared Arrow schema (IPC bytes, base64), made where ``register`` runs
+SCHEMA_OPTION = "arrow_schema"
 #: rows per Arrow batch handed to Spark
 BATCH_ROWS = 64 * 1024
 
 
-def read_file(table: str, url: str, options: dict[str, str]) -> Iterator:
-    """One Parquet file of ``table`` as Arrow batches with the declared columns, in order and type (on an
-    executor): a column the file lacks (written before it was declared) is NULL."""
+def read_file(schema, url: str, options: dict[str, str]) -> Iterator:
+    """One Parquet file of a table as Arrow batches with its declared columns (``schema``), in order and
+    type (on an executor): a column the file lacks (written before it was declared) is NULL."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from .. import remote
-    from ..tables import TABLES
 
     remote.configure(options)
-    schema = TABLES[table].arrow_schema
     fs, path = remote.fs_path(url)
     try:
         f = pq.ParquetFile(path, filesystem=fs)
@@ -56,8 +59,9 @@ def read_file(table: str, url: str, options: dict[str, str]) -> Iterator:
 def data_source():
     """The ``DataSource`` class (made on first use: pyspark is the ``spark`` extra, not imported before).
 
-    Options: ``table`` (a declared table's name), ``files`` (a JSON list of the Parquet files' URLs),
-    ``secret_storage_options`` (a JSON object: the canonical storage options, ``warehouse.remote``).
+    Options: ``arrow_schema`` (the table's declared columns, ``encode_schema``), ``files`` (a JSON list
+    of the Parquet files' URLs), ``secret_storage_options`` (a JSON object: the canonical storage
+    options, ``warehouse.remote``).
     Spark pickles the reader and its partitions to the executors (cloudpickle: by value)."""
     from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
@@ -69,14 +73,14 @@ def data_source():
             self.url = url
 
     class FilesReader(DataSourceReader):
-        def __init__(self, table: str, files: list[str], options: dict[str, str]):
-            self.table, self.files, self.options = table, files, options
+        def __init__(self, schema, files: list[str], options: dict[str, str]):
+            self.schema, self.files, self.options = schema, files, options
 
         def partitions(self) -> list:
             return [FileSplit(u) for u in self.files]
 
         def read(self, partition) -> Iterator:
-            return read_file(self.table, partition.url, self.options)
+            return read_file(self.schema, partition.url, self.options)
 
     class WarehouseFiles(DataSource):
         @classmethod
@@ -84,20 +88,33 @@ def data_source():
             return NAME
 
         def schema(self) -> str:
-            from ..tables import TABLES
             from .views import spark_schema
 
-            return spark_schema(TABLES[self.options["table"]])
+            return spark_schema(decode_schema(self.options[SCHEMA_OPTION]))
 
         def reader(self, schema) -> FilesReader:
-            return FilesReader(self.options["table"], json.loads(self.options["files"]),
+            return FilesReader(decode_schema(self.options[SCHEMA_OPTION]), json.loads(self.options["files"]),
                                json.loads(self.options.get(SECRET_OPTIONS) or "{}"))
 
     return WarehouseFiles
 
 
+def encode_schema(schema) -> str:
+    """An Arrow schema as option text (Spark's options are strings)."""
+    return base64.b64encode(schema.serialize().to_pybytes()).decode("ascii")
+
+
+def decode_schema(text: str):
+    import pyarrow as pa
+
+    return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text)))
+
+
 def frame(spark, table: str, files: list[str], options: dict[str, str]):
-    """``table`` over ``files`` (URLs) as a DataFrame read by the ``warehouse_files`` data source."""
+    """``table`` over ``files`` (URLs) as a DataFrame read by the ``warehouse_files`` data source, in the
+    columns this process declares for it."""
+    from ..tables import TABLES
+
     spark.dataSource.register(data_source())  # once per session is enough; again is harmless
-    return (spark.read.format(NAME).option("table", table).option("files", json.dumps(files))
-            .option(SECRET_OPTIONS, json.dumps(options)).load())
+    return (spark.read.format(NAME).option(SCHEMA_OPTION, encode_schema(TABLES[table].arrow_schema))
+            .option("files", json.dumps(files)).option(SECRET_OPTIONS, json.dumps(options)).load())

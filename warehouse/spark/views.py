@@ -73,9 +73,10 @@ def register(spark: SparkSession, root: str | os.PathLike, *, as_of: int | None 
     return names
 
 
-def spark_schema(table: Table) -> str:
-    """The table's declared columns as a Spark DDL schema."""
-    return ", ".join(f"`{c.name}` {spark_type(c.type)}" for c in table.columns)
+def spark_schema(table: Table | pa.Schema) -> str:
+    """The table's declared columns (or an Arrow schema's fields) as a Spark DDL schema."""
+    columns = table if isinstance(table, pa.Schema) else table.columns
+    return ", ".join(f"`{c.name}` {spark_type(c.type)}" for c in columns)
 
 
 def spark_type(t: pa.DataType) -> str:
