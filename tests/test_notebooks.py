@@ -77,7 +77,10 @@ def outputs(nb, mime: str) -> list:
 
 
 def last_json(nb) -> dict:
-    return json.loads(nb.cells[-1].outputs[-1]["text"])
+    """What the last cell printed. Its stdout may come in several outputs: the kernel sends what it
+    has at each flush, and under load ``print``'s text and its newline can go in separate messages."""
+    return json.loads("".join(o["text"] for o in nb.cells[-1].outputs
+                              if o.get("output_type") == "stream" and o.get("name") == "stdout"))
 
 
 @pytest.mark.slow
