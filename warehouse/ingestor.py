@@ -20,6 +20,8 @@ else (it never asks what a format is called or which class it is).
 
 from __future__ import annotations
 
+import importlib
+
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, ClassVar
@@ -83,7 +85,8 @@ class Ingestor(ABC):
     # --- what exports may ask of it -------------------------------------------------------------
     #: ``warehouse export --format <name>``: the selection written back in this format, with the
     #: export kit (``warehouse.exports.kit``, docs/export.md#writing-an-exporter). May be a property
-    #: that imports it: the built-in formats' do, as every ingest loads every format and needs none
+    #: that imports it (``exporter_in``): the built-in formats' are, as every ingest loads every
+    #: format and needs none of them
     exporter: ClassVar["ExportFormat | None"] = None
     #: SQL selecting ``(response_id, prompt)``: the plain user prompt of selected responses
     #: (temp table ``selected``) whose ``responses.prompt`` holds more than the user's message
@@ -185,3 +188,13 @@ class FastResult:
         self.records = records
         self.rest = rest or []
         self.validated = validated
+
+
+def exporter_in(module: str) -> property:
+    """``Ingestor.exporter`` as the ``EXPORT`` of ``module``, imported when an export asks for it:
+    an ingest loads every format, and an unchanged run should not pay for their exporters."""
+
+    def exporter(self) -> "ExportFormat":
+        return importlib.import_module(module).EXPORT
+
+    return property(exporter, doc=exporter.__doc__)

@@ -511,7 +511,6 @@ def count_lines(data: bytes, start: int = 0, end: int | None = None) -> int:
     return sum(int(np.count_nonzero(a[i:min(i + _SCAN_SLICE, end)] == 10)) for i in range(start, end, _SCAN_SLICE))
 
 
-
 def jsonl_records(src: SourceFile) -> Iterator[Record]:
     """Records of a JSONL file: one per non-blank line; locator = 1-based line number."""
     for lineno, line, size in iter_lines(src):

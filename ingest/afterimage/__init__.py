@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from warehouse.ingestor import Ingestor
+from warehouse.ingestor import Ingestor, exporter_in
 from warehouse.readers import SourceFile
 from warehouse.records import Mapped, Record, RecordContext, RecordError
 
@@ -39,12 +39,7 @@ class AfterImage(Ingestor):
     fast_path = True
     worker_modules = (f"{__name__}.fast",)
     columns = schema.COLUMNS
-
-    @property
-    def exporter(self):
-        from .export import EXPORT  # an export asks for it; an ingest, which loads every format, does not
-
-        return EXPORT
+    exporter = exporter_in(f"{__name__}.export")
 
     def sniff(self, path: str, head: bytes) -> bool:
         return bool(_CONVERSATIONS.search(head)) and any(marker in head for marker in _OURS)

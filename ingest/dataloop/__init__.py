@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from warehouse.ingestor import Ingestor
+from warehouse.ingestor import Ingestor, exporter_in
 from warehouse.readers import SourceFile
 from warehouse.records import Mapped, Record, RecordContext, RecordError
 
@@ -28,13 +28,7 @@ class Dataloop(Ingestor):
     suffixes = (".json",)
     priority = 50
     columns = schema.COLUMNS
-
-    @property
-    def exporter(self):
-        from .export import EXPORT  # back to a dataset download. Imported when an export asks for it:
-        # an ingest, which loads every format, does not
-
-        return EXPORT
+    exporter = exporter_in(f"{__name__}.export")  # back to a dataset download: export.py
 
     def sniff(self, path: str, head: bytes) -> bool:
         return detect.is_document(head) or detect.is_platform_item(head)

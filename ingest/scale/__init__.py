@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from warehouse.ingestor import Ingestor
+from warehouse.ingestor import Ingestor, exporter_in
 from warehouse.readers import SourceFile
 from warehouse.records import Mapped, Record, RecordContext
 
@@ -39,12 +39,7 @@ class Scale(Ingestor):
     priority = 40  # it refuses Dataloop's files (_FOREIGN): the order between them does not matter
     columns = schema.COLUMNS
     tables = schema.TABLES
-
-    @property
-    def exporter(self):
-        from .export import EXPORT  # an export asks for it; an ingest, which loads every format, does not
-
-        return EXPORT
+    exporter = exporter_in(f"{__name__}.export")
 
     def sniff(self, path: str, head: bytes) -> bool:
         if head.lstrip()[:1] not in (b"{", b"["):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from warehouse.ingestor import FastResult, Ingestor
+from warehouse.ingestor import FastResult, Ingestor, exporter_in
 from warehouse.readers import BOM, SourceFile, json_document_records
 from warehouse.records import Mapped, Record, RecordContext
 
@@ -38,12 +38,7 @@ class TraitInterp(Ingestor):
     user_prompts_sql = USER_PROMPTS_SQL  # responses.prompt holds the chat-templated prompt
     fast_documents_path = True  # inference files of the common flat shape: fast.py
     worker_modules = (f"{__name__}.fast",)
-
-    @property
-    def exporter(self):
-        from .export import EXPORT  # an export asks for it; an ingest, which loads every format, does not
-
-        return EXPORT
+    exporter = exporter_in(f"{__name__}.export")
 
     def sniff(self, path: str, head: bytes) -> bool:
         kind = kinds.kind_of(path, head)
