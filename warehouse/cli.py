@@ -389,6 +389,10 @@ def main(argv: list[str] | None = None) -> int:
     args = None
     try:
         words = sys.argv[1:] if argv is None else argv
+        if words and words[0] == "ingest":
+            from .process_settings import for_ingest_command
+
+            for_ingest_command()  # this command's processes are ours: before pyarrow and numpy load
         args = build_parser(format_names=bool(words) and words[0] == "ingest").parse_args(argv)
         if args.command not in QUERYING:
             return COMMANDS[args.command](args)

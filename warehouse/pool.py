@@ -34,6 +34,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Protocol
 
+from . import process_settings
 from .registry import Registry
 from .worker import BatchIngest, BatchResult, BatchSpec, ProgressFn
 
@@ -80,8 +81,7 @@ class ProcessPool:
         if first is None:
             return
         ctx = multiprocessing.get_context("forkserver")
-        # Takes effect when the forkserver starts (once per process; later runs reuse it).
-        ctx.set_forkserver_preload(preload_modules(first.registry))
+        start_forkserver(first.registry)  # (running already when the runner warmed it up: then nothing)
         queue = ctx.Queue()
         stop = threading.Event()
 
@@ -238,8 +238,12 @@ def start_forkserver(registry: Registry) -> None:
     run is known to need a ``ProcessPool``; later pools of this process reuse it."""
     from multiprocessing import forkserver
 
+    # The preload takes effect when the forkserver starts (once per process; later runs reuse it),
+    # and so does its environment: the forkserver and every worker forked from it get the
+    # allocator and thread settings of ``process_settings`` (this process's own stay as they are).
     multiprocessing.get_context("forkserver").set_forkserver_preload(preload_modules(registry))
-    forkserver.ensure_running()
+    with process_settings.environment():
+        forkserver.ensure_running()
 
 
 # --- in a worker process ---------------------------------------------------------

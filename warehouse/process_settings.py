@@ -1,0 +1,92 @@
+"""Allocator and thread settings of the ingest's own processes (issue 20, part F).
+
+An ingest allocates and frees the same few hundred MB over and over: every piece is read,
+parsed into Arrow arrays, written and dropped, and the next piece needs the same memory
+again. The allocators' defaults hand freed memory back to the kernel at once, so the next
+piece faults every page in again and the kernel zeroes it (``clear_page_erms`` was 6.5% of
+the CPU of a 1 GB ingest); and numpy's OpenBLAS starts a thread per core in every process
+that imports numpy, threads that spin waiting for matrix work this program never gives them.
+
+These settings belong to the processes an ingest starts or owns: the ``warehouse ingest``
+command's process (``for_ingest_command``, called before it imports pyarrow or numpy), and the
+pool's forkserver with the workers it forks (``environment``, around the forkserver's start).
+``import warehouse`` changes nothing: a notebook's own process keeps its allocators as they were.
+A variable already in the environment is left as it is (so each setting can be measured alone,
+``bench/settings.py``: figures in bench/README.md, issue 20, part F).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+#: glibc malloc: freed blocks stay in the heap instead of going back to the kernel. Python's
+#: ``bytes`` of a file's chunk (the ingest process's pass over a large file, a worker's small
+#: files) are malloc'd: by default each over 128 KB (the threshold grows with what is freed,
+#: up to 32 MB) is a fresh mmap, faulted in and zeroed page by page, and unmapped when freed,
+#: and the heap's top is trimmed past 128 KB. 300 MB of AfterImage: 453k -> 213k minor faults.
+MMAP_THRESHOLD = 1 << 30
+TRIM_THRESHOLD = (1 << 31) - 1  # mallopt takes an int
+#: mimalloc (Arrow's default pool): freed pages are purged (given back) this many ms after they
+#: are freed instead of 10; a piece takes longer than 10 ms, so each piece faulted the last
+#: one's pages in again. Not -1 (never): that keeps every worker's highest use to the end and
+#: makes ``release_unused`` a no-op (the ingest process's first batch stays: 300 MB of
+#: AfterImage peaked at 1,064 MB instead of 742).
+PURGE_DELAY_MS = 1000
+
+#: what the processes read from their environment when they start (or import the library)
+ENV = {
+    "MIMALLOC_PURGE_DELAY": str(PURGE_DELAY_MS),
+    "MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD),
+    "MALLOC_TRIM_THRESHOLD_": str(TRIM_THRESHOLD),
+    # numpy's OpenBLAS: one thread, the caller's. This program makes no matrix work (numpy
+    # only scans bytes), and every extra thread spun in every process that imported numpy
+    # (``blas_thread_server``: 1.6% of a 1 GB ingest's CPU, 2.6% of 20,000 files'). Read when
+    # numpy is imported, so it must be set before. (Not OMP_NUM_THREADS: Arrow sizes its own
+    # thread pool by it.)
+    "OPENBLAS_NUM_THREADS": "1",
+}
+
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's <malloc.h>
+
+
+def missing() -> dict[str, str]:
+    """The settings the environment does not set already (the user's own win)."""
+    return {k: v for k, v in ENV.items() if k not in os.environ}
+
+
+def for_ingest_command() -> None:
+    """Settings for the ``warehouse ingest`` command's own process, and through its environment
+    for the forkserver and workers it starts. Call before pyarrow and numpy are imported: both
+    read theirs when they load. glibc read its variables when this process started, so they
+    are applied through ``mallopt`` here too."""
+    todo = missing()
+    os.environ.update(todo)
+    if "MALLOC_MMAP_THRESHOLD_" in todo:
+        _mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+    if "MALLOC_TRIM_THRESHOLD_" in todo:
+        _mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD)
+
+
+@contextmanager
+def environment() -> Iterator[None]:
+    """The settings in this process's environment while a process that inherits it is started
+    (the pool's forkserver), then the environment as it was: a library user's process keeps
+    its own."""
+    todo = missing()
+    os.environ.update(todo)
+    try:
+        yield
+    finally:
+        for k in todo:
+            os.environ.pop(k, None)
+
+
+def _mallopt(param: int, value: int) -> bool:
+    """glibc's ``mallopt``; False where the C library has none (musl, macOS)."""
+    try:
+        return bool(ctypes.CDLL(None).mallopt(param, value))
+    except (OSError, AttributeError):
+        return False
