@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from warehouse.process_settings import ENV
+from warehouse.process_settings import ENV, GC_THRESHOLDS
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc, /proc: Linux only")
 
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="gl
 #: 64 MB of Python memory used a second time (a fresh mmap, zeroed by the kernel, if freed memory
 #: went back to it; none if it stayed in the heap)
 REPORT = """
-import json, os, resource, sys
+import gc, json, os, resource, sys
 def threads():
     return len(os.listdir("/proc/self/task"))
 def faults():
@@ -34,7 +34,7 @@ def reused(n=64 << 20):
 before = threads()
 import numpy  # OpenBLAS starts its threads here
 report = {"env": {k: os.environ.get(k) for k in KEYS}, "blas_threads": threads() - before, "blas": eval(BLAS),
-          "second_use_faults": reused(), "pages": (64 << 20) // 4096}
+          "second_use_faults": reused(), "pages": (64 << 20) // 4096, "gc": list(gc.get_threshold())}
 print(json.dumps(report))
 """
 
@@ -70,12 +70,15 @@ def test_the_ingest_command_keeps_freed_memory_and_starts_no_blas_threads():
     assert got["env"] == ENV
     assert got["blas_threads"] == 0 and got["blas"] in (1, None)
     assert got["second_use_faults"] < got["pages"] // 10, got  # the heap kept it
+    assert got["gc"] == list(GC_THRESHOLDS)
 
 
 def test_importing_the_library_changes_nothing_in_the_users_process():
     """A notebook that imports ``warehouse`` (and runs a query) keeps its allocators as they were."""
     got = _run("import warehouse, warehouse.process_settings, warehouse.pool, warehouse.runner\n" + REPORT)
-    assert got["env"] == dict.fromkeys(ENV)
+    untouched = _run(REPORT)
+    assert got["env"] == untouched["env"] == dict.fromkeys(ENV)
+    assert (got["gc"], got["blas"]) == (untouched["gc"], untouched["blas"])
 
 
 def test_the_pools_forkserver_and_workers_get_the_settings_and_the_callers_environment_stays():

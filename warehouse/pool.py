@@ -208,7 +208,7 @@ class _Feeder(threading.Thread):
 def _here(spec: BatchSpec, progress: ProgressFn) -> BatchResult:
     """A batch mapped by the ingest process itself, with a worker's collector settings (``_init_worker``)."""
     threshold = gc.get_threshold()
-    gc.set_threshold(*_WORKER_GC)
+    gc.set_threshold(*process_settings.GC_THRESHOLDS)
     try:
         return BatchIngest(spec, progress).run()
     finally:
@@ -249,7 +249,6 @@ def start_forkserver(registry: Registry) -> None:
 # --- in a worker process ---------------------------------------------------------
 
 _progress_queue = None
-_WORKER_GC = (50_000, 20, 100)
 
 
 def _init_worker(queue, lifeline=None) -> None:
@@ -260,10 +259,8 @@ def _init_worker(queue, lifeline=None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if lifeline is not None:
         threading.Thread(target=_exit_with_parent, args=(lifeline,), daemon=True, name="lifeline").start()
-    # A worker allocates millions of short-lived dicts and lists that hold no cycles;
-    # at the default threshold (700) the cyclic collector runs every few records:
-    # ~7% of the time of ingesting 10k inference files.
-    gc.set_threshold(*_WORKER_GC)
+    # (its allocators' settings came with the forkserver's environment: ``start_forkserver``)
+    gc.set_threshold(*process_settings.GC_THRESHOLDS)
 
 
 def _exit_with_parent(lifeline) -> None:

@@ -18,6 +18,7 @@ A variable already in the environment is left as it is (so each setting can be m
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -51,6 +52,14 @@ ENV = {
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's <malloc.h>
 
+#: Python's cyclic collector in a process that maps records (a worker, the ingest process's own
+#: batch; ``pool``) and in the ingest command's process: they allocate millions of short-lived
+#: dicts and lists that hold no cycles, and the walk and plan keep tens of thousands of objects
+#: alive, which the default threshold (700) traverses again and again. Workers: ~7% of the time
+#: of ingesting 10k inference files at 700, no collection at all at these. The ingest command's
+#: process, 20,000 inference files: 207 collections, 0.08 CPU-s -> 4, 0.05.
+GC_THRESHOLDS = (50_000, 20, 100)
+
 
 def missing() -> dict[str, str]:
     """The settings the environment does not set already (the user's own win)."""
@@ -61,9 +70,10 @@ def for_ingest_command() -> None:
     """Settings for the ``warehouse ingest`` command's own process, and through its environment
     for the forkserver and workers it starts. Call before pyarrow and numpy are imported: both
     read theirs when they load. glibc read its variables when this process started, so they
-    are applied through ``mallopt`` here too."""
+    are applied through ``mallopt`` here too. The collector's thresholds too (``GC_THRESHOLDS``)."""
     todo = missing()
     os.environ.update(todo)
+    gc.set_threshold(*GC_THRESHOLDS)
     if "MALLOC_MMAP_THRESHOLD_" in todo:
         _mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
     if "MALLOC_TRIM_THRESHOLD_" in todo:
