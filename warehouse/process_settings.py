@@ -2,10 +2,12 @@
 
 An ingest allocates and frees the same few hundred MB over and over: every piece is read,
 parsed into Arrow arrays, written and dropped, and the next piece needs the same memory
-again. The allocators' defaults hand freed memory back to the kernel at once, so the next
-piece faults every page in again and the kernel zeroes it (``clear_page_erms`` was 6.5% of
-the CPU of a 1 GB ingest); and numpy's OpenBLAS starts a thread per core in every process
-that imports numpy, threads that spin waiting for matrix work this program never gives them.
+again. The allocators' defaults give freed memory back to the kernel soon (mimalloc 10 ms
+after, glibc every block over its threshold), and what is needed again is faulted in and
+zeroed anew (page faults, ``clear_page_erms``: 15% of the CPU of a 1 GB ingest was the
+kernel's, most of it the first touch of each process's memory, which stays); and numpy's
+OpenBLAS starts a thread per core in every process that imports numpy, threads that spin
+waiting for matrix work this program never gives them.
 
 These settings belong to the processes an ingest starts or owns: the ``warehouse ingest``
 command's process (``for_ingest_command``, called before it imports pyarrow or numpy), and the
@@ -24,17 +26,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 #: glibc malloc: freed blocks stay in the heap instead of going back to the kernel. Python's
-#: ``bytes`` of a file's chunk (the ingest process's pass over a large file, a worker's small
-#: files) are malloc'd: by default each over 128 KB (the threshold grows with what is freed,
-#: up to 32 MB) is a fresh mmap, faulted in and zeroed page by page, and unmapped when freed,
-#: and the heap's top is trimmed past 128 KB. 300 MB of AfterImage: 453k -> 213k minor faults.
+#: ``bytes`` of a file's chunk (the pass over a large file, a worker's small files) are malloc'd:
+#: by default a block over 128 KB is a fresh mmap, faulted in and zeroed page by page, and
+#: unmapped when freed, until glibc's dynamic threshold has grown past that size (never past
+#: 32 MB), and the heap's top is trimmed past twice that. 20,000 inference files: 110k -> 101k
+#: minor faults (bench/settings.py; figures in bench/README.md, issue 20, part F).
 MMAP_THRESHOLD = 1 << 30
 TRIM_THRESHOLD = (1 << 31) - 1  # mallopt takes an int
 #: mimalloc (Arrow's default pool): freed pages are purged (given back) this many ms after they
-#: are freed instead of 10; a piece takes longer than 10 ms, so each piece faulted the last
-#: one's pages in again. Not -1 (never): that keeps every worker's highest use to the end and
-#: makes ``release_unused`` a no-op (the ingest process's first batch stays: 300 MB of
-#: AfterImage peaked at 1,064 MB instead of 742).
+#: are freed instead of 10, so a worker's next piece finds the last one's pages (1 GB of JSONL
+#: conversations: 180k -> 172k minor faults). Not -1 (never): that keeps every worker's highest
+#: use to the end and makes ``release_unused`` a no-op (the ingest process keeps its first
+#: batch's ~120 MB while the workers run: the peak RSS rose past 1 GB at 300 MB).
 PURGE_DELAY_MS = 1000
 
 #: what the processes read from their environment when they start (or import the library)
@@ -44,9 +47,9 @@ ENV = {
     "MALLOC_TRIM_THRESHOLD_": str(TRIM_THRESHOLD),
     # numpy's OpenBLAS: one thread, the caller's. This program makes no matrix work (numpy
     # only scans bytes), and every extra thread spun in every process that imported numpy
-    # (``blas_thread_server``: 1.6% of a 1 GB ingest's CPU, 2.6% of 20,000 files'). Read when
-    # numpy is imported, so it must be set before. (Not OMP_NUM_THREADS: Arrow sizes its own
-    # thread pool by it.)
+    # (``blas_thread_server``: 1.6% of a 1 GB ingest's CPU, 2.6% of 20,000 files'; this alone:
+    # 5.00 -> 4.67 CPU-s on 20,000 files). Read when numpy is imported, so it must be set
+    # before. (Not OMP_NUM_THREADS: Arrow sizes its own thread pool by it.)
     "OPENBLAS_NUM_THREADS": "1",
 }
 
