@@ -125,7 +125,8 @@ def _holding_comma_space(strings: pa.StringArray) -> np.ndarray:
     if not len(strings) or offsets[0] == offsets[-1]:
         return np.zeros(0, np.int64)
     data = np.frombuffer(strings.buffers()[2], np.uint8)[offsets[0]:offsets[-1]]
-    at = np.flatnonzero((data[:-1] == 0x2C) & (data[1:] == 0x20)) + offsets[0]  # where each ", " starts
+    comma = np.flatnonzero(data[:-1] == 0x2C)
+    at = comma[data[comma + 1] == 0x20] + offsets[0]  # where each ", " starts
     which = np.searchsorted(offsets, at, side="right") - 1  # the string its comma is in
     return which[at + 2 <= offsets[which + 1]]  # its space too
 
