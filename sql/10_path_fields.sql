@@ -28,28 +28,30 @@ WITH p AS (
     FROM raw.sources
 ),
 m AS (
+    -- each layout's pattern only on the rows of its pipeline and suffix (CASE evaluates THEN for
+    -- those rows alone); elsewhere NULL where a failed match gave '': read through nullif or a pipe test
     SELECT
         *,
         split_part(rel, '/', 1) AS exp,
         split_part(rel, '/', 2) AS pipe,
-        regexp_extract(rel,
+        CASE WHEN pipe = 'inference' AND suffix(rel, '.json') THEN regexp_extract(rel,
             '^[^/]+/inference/(?:([^/]+)/)?responses/(.+)/([^/]+)\.json$',
-            ['variant', 'prompt_set', 'prompt_id']) AS inf,
-        regexp_extract(rel,
+            ['variant', 'prompt_set', 'prompt_id']) END AS inf,
+        CASE WHEN pipe = 'extraction' AND suffix(rel, '.json') THEN regexp_extract(rel,
             '^[^/]+/extraction/(.+)/(val_)?responses/([^/]+)\.json$',
-            ['mid', 'val', 'stem']) AS ext,
-        regexp_extract(rel,
+            ['mid', 'val', 'stem']) END AS ext,
+        CASE WHEN pipe = 'steering' THEN regexp_extract(rel,
             '^[^/]+/steering/(.+?)/((?:response|prompt|all)_(?:all|-?[0-9]*_?-?[0-9]*))/(?:(.+)/)?responses/(.+)$',
-            ['mid', 'position', 'prompt_set', 'sub']) AS ste,
-        regexp_extract(rel,
+            ['mid', 'position', 'prompt_set', 'sub']) END AS ste,
+        CASE WHEN pipe = 'inference' AND suffix(rel, '.pt') THEN regexp_extract(rel,
             '^[^/]+/inference/(?:([^/]+)/)?raw/(residual|internals)/(.+)/([^/]+?)(?:_L([0-9]+))?\.pt$',
-            ['variant', 'component', 'prompt_set', 'prompt_id', 'layer']) AS ainf,
-        regexp_extract(rel,
+            ['variant', 'component', 'prompt_set', 'prompt_id', 'layer']) END AS ainf,
+        CASE WHEN pipe = 'extraction' AND suffix(rel, '.pt') THEN regexp_extract(rel,
             '^[^/]+/extraction/(.+)/activations/([^/]+)/([^/]+)/(train|val)_(?:all_layers|layer([0-9]+))\.pt$',
-            ['mid', 'position', 'component', 'split', 'layer']) AS aext,
-        regexp_extract(rel,
+            ['mid', 'position', 'component', 'split', 'layer']) END AS aext,
+        CASE WHEN pipe = 'extraction' AND suffix(rel, '.pt') THEN regexp_extract(rel,
             '^[^/]+/extraction/(.+)/(val_)?activations/(?:all_layers|val_(?:pos|neg)_layer([0-9]+))\.pt$',
-            ['mid', 'val', 'layer']) AS aold
+            ['mid', 'val', 'layer']) END AS aold
     FROM p
 ),
 s AS (

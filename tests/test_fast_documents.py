@@ -14,7 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from warehouse.formats.trait_interp import TraitInterp
+import pyarrow as pa
+
+from warehouse.formats.trait_interp import TraitInterp, fast
+from warehouse.formats.trait_interp.responses import _tokens_suspect
 
 from .conftest import FIXTURES, batch_rows
 
@@ -31,6 +34,10 @@ CASES = [
     ("response-only.json", b'{"response": "r"}', True),
     ("nulls.json", b'{"prompt": null, "response": "r", "tokens": null, "token_ids": null, "tags": null, "prompt_end": null}', True),
     ("comma-tokens.json", json.dumps({**FULL, "tokens": ["a, b", "c"], "token_ids": [1, 2]}).encode(), True),
+    ("comma-only-token.json", json.dumps({**FULL, "tokens": ["a", ", "], "token_ids": [1, 2]}).encode(), True),
+    # "," ending one file's last token, " " starting the next file's: side by side in Arrow's buffer, no hit
+    ("comma-then-space-1.json", json.dumps({**FULL, "tokens": ["a", "b,"], "token_ids": [1, 2]}).encode(), True),
+    ("comma-then-space-2.json", json.dumps({**FULL, "tokens": [" c", "d", ""], "token_ids": [1, 2, 3]}).encode(), True),
     ("lengths-differ.json", json.dumps({**FULL, "token_ids": [1]}).encode(), True),
     ("unicode.json", json.dumps({**FULL, "response": "caf\u00e9 \U0001f600"}, ensure_ascii=False).encode(), True),
     ("escaped-key-text.json", b'{"prompt": "\\"response_source\\": x", "response": "r"}', True),
@@ -114,3 +121,17 @@ def test_the_trait_interp_fixtures_give_the_same_rows_either_way(tmp_path):
     paths = sorted((FIXTURES / "trait_interp").rglob("*.json"))
     assert paths
     assert ingest_batch(paths, tmp_path / "fast", True) == ingest_batch(paths, tmp_path / "slow", False)
+
+
+def test_tokens_suspect_of_a_whole_group_is_the_record_paths():
+    """``fast._suspect`` finds ", " in the tokens' bytes all at once: a comma ending one token and
+    a space starting the next (in a row, or across rows) is no hit; a sliced array keeps its place."""
+    rows = [(["a,", " b"], None), (["x, y"], [1]), ([",", " "], [1, 2]), None, ([], []), (["", ", "], [1]),
+            (["c,"], [1]), ([" d", "e"], [1, 2]), (["f", "g"], None), ([", "], [1, 2])]
+    tokens = pa.array([r and r[0] for r in rows], pa.list_(pa.string()))
+    ids = pa.array([r and r[1] for r in rows], pa.list_(pa.int64()))
+    expected = [_tokens_suspect(*r) if r else None for r in rows]
+    assert fast._suspect(tokens, ids).to_pylist() == expected
+    for start in range(1, len(rows)):
+        assert fast._suspect(tokens[start:], ids[start:]).to_pylist() == expected[start:]
+        assert fast._suspect(tokens[:start], ids[:start]).to_pylist() == expected[:start]

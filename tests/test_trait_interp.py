@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import math
 
 import pytest
@@ -277,3 +278,33 @@ def test_an_annotation_file_is_told_by_its_keys_not_by_text_inside_strings(head,
     from warehouse.formats.trait_interp import kinds
 
     assert kinds.kind_of("/data/some_name.json", head) == kind
+
+
+@pytest.mark.parametrize("path", [
+    "experiments/e/steering/results.jsonl", "/x/experiments/e/steering/a/b/results.json",
+    "/x/experiments/e/config.json", "experiments/e/config.json", "/x/experiments/e/sub/config.json",
+    "datasets/inference/general.json", "/t/datasets/inference/a/b.json", "inference/prompts/p.json",
+    "/t/analysis/steering/prompts/trait.json", "datasets/traits/t/steering.json", "/t/datasets/traits/a/b/steering.json",
+    "/t/mydatasets/inference/x.json", "/t/datasets/traits/steering.json", "/x/experiments/e/steering/results.jsonl.bak",
+    "/x/experiments/e/inference/instruct/responses/set/1.json", "/x/r/pos_annotations_chars.json",
+])
+def test_a_paths_kind_is_what_the_patterns_alone_say(path):
+    """kinds asks its path patterns only when the path holds a literal every match holds (a
+    substring test before the regex): the answers are the patterns' own."""
+    from warehouse.formats.trait_interp import kinds
+
+    def regex_only(p):
+        name = os.path.basename(p)
+        if kinds._ANNOTATION_SUFFIX.search(name):
+            return kinds.ANNOTATIONS
+        if name == "generation_metadata.json" or (name == "metadata.json" and os.path.basename(os.path.dirname(p)) in ("responses", "val_responses")):
+            return kinds.GENERATION_METADATA
+        if kinds._PROMPT_SET_DIRS.search(p) or kinds._STEERING_QUESTIONS.search(p):
+            return kinds.PROMPT_SET
+        return kinds.RESPONSES
+
+    assert kinds.kind_of_path.__wrapped__(path) == regex_only(path)
+    steering, config = kinds._STEERING_RESULTS.search(path), kinds._EXPERIMENT_CONFIG.search(path)
+    reason = kinds.not_records(path)
+    assert (reason is not None) == bool(steering or config)
+    assert reason is None or ("steering results" in reason) == bool(steering)

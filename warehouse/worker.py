@@ -268,7 +268,7 @@ class BatchIngest:
             return
         ingestor = docs[0].ingestor
         result = ingestor.fast_documents([(d.path, d.src.data()) for d in docs])
-        kept = result is not None and self.sink.tables(result.tables, result.records, Counts())
+        kept = result is not None and self.sink.tables(result.tables, result.records, Counts(), result.validated)
         left = set(result.rest) if kept else set(range(len(docs)))
         for i, d in enumerate(docs):
             counts, src = Counts(), d.src

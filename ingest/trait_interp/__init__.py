@@ -41,10 +41,13 @@ class TraitInterp(Ingestor):
     exporter = exporter_in(f"{__name__}.export")
 
     def sniff(self, path: str, head: bytes) -> bool:
-        kind = kinds.kind_of(path, head)
-        if kind in (kinds.PROMPT_SET, kinds.GENERATION_METADATA, kinds.ANNOTATIONS):
+        # The path first: it decides most files, and looking for an annotation file's keys in
+        # the content (kinds.kind_of) reads the whole head, the whole of a small file.
+        if kinds.kind_of_path(path) != kinds.RESPONSES:
             return True  # the layout says so; content problems become quarantine messages
         if kinds.in_experiments_tree(path) and ("/responses/" in path or "/val_responses/" in path):
+            return True
+        if kinds.kind_of(path, head) == kinds.ANNOTATIONS:
             return True
         start = head.lstrip()[:1]
         if start not in (b"[", b"{"):

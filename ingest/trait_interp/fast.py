@@ -55,7 +55,7 @@ def documents(docs: list[tuple[str, bytes]], fmt: str) -> FastResult | None:
     left to the record path. None: every file goes the record path."""
     table = _arrow(docs, fmt)
     if table is not None:
-        return FastResult({"responses": table}, len(docs))
+        return FastResult({"responses": table}, len(docs), validated=True)
     taken, rest = [], []
     for i, (path, data) in enumerate(docs):
         record = response_record(data)
@@ -66,7 +66,7 @@ def documents(docs: list[tuple[str, bytes]], fmt: str) -> FastResult | None:
     if not taken:
         return FastResult({}, 0, rest)
     table = _from_values(taken, fmt)
-    return None if table is None else FastResult({"responses": table}, len(taken), rest)
+    return None if table is None else FastResult({"responses": table}, len(taken), rest, validated=True)
 
 
 # --- all at once: pyarrow's JSON reader -------------------------------------------------------
@@ -106,14 +106,29 @@ def _suspect(tokens: pa.Array, token_ids: pa.Array) -> pa.Array:
     """``responses._tokens_suspect`` of every row: null without tokens; true when the lists' lengths
     differ or a token holds ", "."""
     n = len(tokens)
-    hits = pc.match_substring(pc.list_flatten(tokens), ", ").to_numpy(zero_copy_only=False)
     parents = pc.list_parent_indices(tokens).to_numpy(zero_copy_only=False)
-    comma = np.bincount(parents[hits], minlength=n) > 0 if n else np.zeros(0, bool)
+    comma = np.zeros(n, bool)
+    comma[parents[_holding_comma_space(pc.list_flatten(tokens))]] = True
     lengths = pc.list_value_length(tokens).fill_null(0).to_numpy(zero_copy_only=False)
     id_lengths = pc.list_value_length(token_ids)
     differ = (pc.is_valid(token_ids).to_numpy(zero_copy_only=False)
               & (id_lengths.fill_null(0).to_numpy(zero_copy_only=False) != lengths))
     return pa.array(comma | differ, mask=~pc.is_valid(tokens).to_numpy(zero_copy_only=False), type=pa.bool_())
+
+
+def _holding_comma_space(strings: pa.StringArray) -> np.ndarray:
+    """The indices of the strings that hold ", ", found in their bytes all at once: every ", " of
+    the data buffer, kept where both bytes lie in one string (the buffer runs the strings together:
+    "," then " b" is no hit). ~5x cheaper than ``pc.match_substring``, which looks at each string
+    on its own (400 tokens a file)."""
+    offsets = np.frombuffer(strings.buffers()[1], np.int32)[strings.offset:strings.offset + len(strings) + 1]
+    if not len(strings) or offsets[0] == offsets[-1]:
+        return np.zeros(0, np.int64)
+    data = np.frombuffer(strings.buffers()[2], np.uint8)[offsets[0]:offsets[-1]]
+    comma = np.flatnonzero(data[:-1] == 0x2C)
+    at = comma[data[comma + 1] == 0x20] + offsets[0]  # where each ", " starts
+    which = np.searchsorted(offsets, at, side="right") - 1  # the string its comma is in
+    return which[at + 2 <= offsets[which + 1]]  # its space too
 
 
 def _table(docs: list[tuple[str, Any]], fmt: str, columns: dict, suspect) -> pa.Table:
