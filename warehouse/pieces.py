@@ -76,8 +76,8 @@ class FileScan:
                     end = block_start + done
                     yield WorkItem(self.item.path, format=self.format, chunk=(start, end, line), tree=self.item.tree)
                     if waiting is not None:  # the first piece is out: catch up with it
-                        caught_up, waiting = waiting, None
-                        lines_in_piece += sum(count_lines(*r, h) for r in caught_up)
+                        lines_in_piece += sum(count_lines(*r, h) for r in waiting)
+                        waiting = None  # (its blocks freed: the next reads reuse their memory)
                     line += lines_in_piece
                     lines_in_piece = 0
                     start = end
