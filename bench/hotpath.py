@@ -21,12 +21,13 @@ import sys
 import tempfile
 import time
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.json as pj
 import pyarrow.parquet as pq
 
 from warehouse.formats.afterimage import fast
-from warehouse.readers import count_lines, read_piece
+from warehouse.readers import count_lines, line_ends, read_piece, scan_lines
 from warehouse.registry import Registry
 from warehouse.sink import conform
 from warehouse.tables import TABLES
@@ -74,7 +75,12 @@ def main() -> None:
     stages = [
         ("ingest process: SHA-256", lambda: hashlib.sha256(data).digest()),
         ("ingest process: line count (readers.count_lines)", lambda: count_lines(data)),
+        ("ingest process: SHA-256 and line count, each slice read once (the pass: count_lines with the hash)",
+         lambda: count_lines(data, 0, None, hashlib.sha256())),
         ("worker: read the piece (readers.read_piece)", lambda: read_file(piece)),
+        ("worker: line ends, then an ASCII check (two scans of the piece)",
+         lambda: (line_ends(data), int(np.frombuffer(data, np.uint8).max()) < 0x80)),
+        ("worker: line ends and ASCII in one scan (readers.scan_lines, the fast path's)", lambda: scan_lines(data)),
         ("worker: JSON parse (pyarrow, explicit schema)",
          lambda: pj.read_json(io.BytesIO(data), read_options=read, parse_options=fast._PARSE)),
         ("worker: fast path, all of it (parse included)", lambda: fast.fast_lines(data, piece, 1)),

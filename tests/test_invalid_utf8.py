@@ -218,7 +218,7 @@ def test_the_writer_refuses_a_batch_with_invalid_text_and_keeps_the_good_rows(tm
 
 def test_a_fast_path_that_lets_invalid_text_through_never_writes_it(wh, tmp_path, monkeypatch):
     """Should a fast path miss a bad line, the worker refuses its tables and the record path reads the block."""
-    monkeypatch.setattr(fast, "_left_to_records", lambda t, data, starts: (np.zeros(t.num_rows, dtype=bool), False))
+    monkeypatch.setattr(fast, "_left_to_records", lambda t, data, starts, is_ascii: (np.zeros(t.num_rows, dtype=bool), False))
     src = tmp_path / "src"
     ingested, expected = afterimage_jsonl(src)
     assert fast.fast_lines((src / "rows.jsonl").read_bytes(), "x.jsonl", 1).rest == []  # the fast path took it all

@@ -39,6 +39,8 @@ def test_locators_and_prose_are_written_plain_repeated_values_with_a_dictionary(
     path = writer.close()
     encoded = _encodings(path)
     assert not encoded["source_locator"] and not encoded["content"]
+    # a column with no value has nothing to look up: no dictionary (an encoder and a page for nothing)
+    assert not encoded["reasoning_content"] and not encoded["tool_names.list.element"]
     assert encoded["response_id"] and encoded["role"] and encoded["source_path"] and encoded["turn_index"]
     # every column keeps its statistics (min / max feed the Delta statistics)
     group = pq.ParquetFile(path).metadata.row_group(0)

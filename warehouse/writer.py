@@ -36,7 +36,9 @@ PARQUET_OPTIONS = dict(compression="zstd", compression_level=1, write_statistics
 #: Arrow dictionary-encodes every column it is not told otherwise of: it hashes each value into a
 #: dictionary until that holds 1 MB, then falls back to plain. Values that do not repeat make the
 #: hashing a loss (and the file larger): a locator names one place per row, and a text column whose
-#: values average more bytes than this is long prose (prompts, answers, feedback). Written plain.
+#: values average more bytes than this is long prose (prompts, answers, feedback). Written plain; so
+#: is a column with no value in the rows the choice is made from (most of a table's columns in any one
+#: format: a dictionary encoder per column, and an empty dictionary page, for nothing).
 DICTIONARY_MAX_AVG_BYTES = 64
 
 _I64 = (-(2**63), 2**63 - 1)
@@ -229,10 +231,10 @@ def open_parquet_writer(path: str, schema: pa.Schema, first: pa.Table | None = N
 
 def dictionary_columns(data: pa.Table) -> list[str]:
     """The columns of ``data`` worth dictionary encoding: all but the ones whose values do not
-    repeat (``DICTIONARY_MAX_AVG_BYTES``)."""
+    repeat (``DICTIONARY_MAX_AVG_BYTES``) and the ones with no value at all."""
     out = []
     for name, column in zip(data.column_names, data.columns):
-        if name == "source_locator":
+        if name == "source_locator" or column.null_count == len(column):
             continue
         if pa.types.is_string(column.type) and len(column) > column.null_count:
             average = (pc.sum(pc.binary_length(column)).as_py() or 0) / (len(column) - column.null_count)

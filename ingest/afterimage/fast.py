@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from warehouse.ingestor import FastResult
-from warehouse.readers import BOM, line_ends
+from warehouse.readers import BOM, scan_lines
 from warehouse.records import stable_ids
 
 from .conversation import ROLES
@@ -55,7 +55,7 @@ def fast_lines(data, path: str, first_line: int) -> FastResult | None:
     spans = _line_spans(data, first_line)
     if spans is None:
         return None
-    starts, ends = spans
+    starts, ends, is_ascii = spans
     lines = len(starts)
     try:
         t = pj.read_json(pa.BufferReader(data), read_options=pj.ReadOptions(use_threads=False, block_size=max(len(data), 1 << 20)),
@@ -65,7 +65,7 @@ def fast_lines(data, path: str, first_line: int) -> FastResult | None:
     if t.num_rows != lines:
         return None  # a line holding two objects: the record path says what is wrong with it
     t = t.combine_chunks()
-    checked = _left_to_records(t, data, starts)
+    checked = _left_to_records(t, data, starts, is_ascii)
     if checked is None or checked[0].all():
         return None
     left, validated = checked
@@ -198,15 +198,16 @@ def _rows(mask, ids, locators, suffix: str, **columns) -> pa.Table:
     return pa.table(data)
 
 
-def _line_spans(data, first_line: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """(start, end) byte offsets of the block's lines, or None unless every line is
+def _line_spans(data, first_line: int) -> tuple[np.ndarray, np.ndarray, bool] | None:
+    """(start, end) byte offsets of the block's lines and whether the block is ASCII (one scan
+    finds both), or None unless every line is
     one ``{...}`` alone (CRLF line ends too): then no JSON document can span two
     lines, and Arrow's rows are the lines, one for one, when their counts agree.
     (Arrow's reader also crashes, pyarrow 26, on a top-level null with an explicit schema.)"""
     a = np.frombuffer(data, np.uint8)
     if not len(a):
         return None
-    newlines = line_ends(data)
+    newlines, is_ascii = scan_lines(data)
     ends = newlines if a[-1] == 10 else np.append(newlines, len(a))
     # a BOM opens line 1 only (the record path strips it there and nowhere else)
     first = len(BOM) if first_line == 1 and a[:len(BOM)].tobytes() == BOM else 0
@@ -218,10 +219,10 @@ def _line_spans(data, first_line: int) -> tuple[np.ndarray, np.ndarray] | None:
     last = a[ends - 1]
     if not ((last == _CLOSE) | ((last == _CR) & (a[np.maximum(ends - 2, 0)] == _CLOSE))).all():
         return None
-    return starts, ends
+    return starts, ends, is_ascii
 
 
-def _left_to_records(t: pa.Table, data, starts: np.ndarray) -> tuple[np.ndarray, bool] | None:
+def _left_to_records(t: pa.Table, data, starts: np.ndarray, is_ascii: bool) -> tuple[np.ndarray, bool] | None:
     """Per row (= line), True when the record path must read it, and whether every string of
     ``t`` is valid UTF-8 (the block is ASCII, or passed Arrow's full validation whole: a lone
     surrogate escape fails the parse); None when the block cannot be split so (the record
@@ -252,7 +253,7 @@ def _left_to_records(t: pa.Table, data, starts: np.ndarray) -> tuple[np.ndarray,
         x = score.fill_null(1.0).to_numpy(zero_copy_only=False)
         left |= ~np.isfinite(x) | ((x == 0) & np.signbit(x))
     validated = True
-    if int(np.frombuffer(data, np.uint8).max()) >= 0x80:  # not ASCII (numpy's max: 2x bytes.isascii)
+    if not is_ascii:
         try:
             t.validate(full=True)
         except pa.ArrowInvalid:
