@@ -45,12 +45,13 @@ def test_an_unchanged_run_does_not_import_pandas(tmp_path):
 
 def test_an_unchanged_run_does_not_import_duckdb_nor_the_exporters(tmp_path):
     """Queries, exports and the path_fields of new paths need DuckDB; an unchanged run none of them.
-    The formats' exporters (each with the export kit) are imported when an export asks for them."""
+    The formats' exporters (each with the export kit) are imported when an export asks for them.
+    Nor pyarrow's compute functions (26 ms): only writing and replacing rows use them."""
     root = tmp_path / "wh"
     warehouse.ingest(SOURCES, root=root, jobs=1, progress=False)
     code = ("from warehouse.cli import main\n"
             f"assert main(['ingest', *{SOURCES!r}, '--root', {str(root)!r}, '--quiet']) == 0")
-    heavy = ("duckdb", "warehouse.exports", "warehouse.formats.afterimage.export")
+    heavy = ("duckdb", "warehouse.exports", "warehouse.formats.afterimage.export", "pyarrow.compute")
     assert _modules_after(code, heavy) == dict.fromkeys(heavy, False)
     # and the exporters are there when asked for
     from warehouse.registry import Registry
