@@ -13,6 +13,7 @@ import os
 import signal
 import threading
 import time
+from concurrent.futures import Future
 from contextlib import closing
 
 import pyarrow.parquet as pq
@@ -21,7 +22,7 @@ import pytest
 import warehouse
 from warehouse.errors import WarehouseError
 from warehouse.ingestor import Ingestor
-from warehouse.pool import Inline, ProcessPool, WorkerLost
+from warehouse.pool import Inline, ProcessPool, WorkerLost, _Feeder
 from warehouse.readers import json_document_records
 from warehouse.registry import Registry
 from warehouse.storage import new_run_id
@@ -218,6 +219,51 @@ def test_the_forkserver_starts_during_the_walk_only_when_the_run_will_use_a_pool
     assert (len(started), engines) == (1, ["inline", "inline", "pool"]) and summary.records_ingested == 6
     warehouse.ingest(src / "big", root=tmp_path / "wh3", jobs=2, progress=False)  # unchanged: nothing to read
     assert (len(started), engines) == (1, ["inline", "inline", "pool"])
+
+
+class _HandedOut:
+    """Stands in for the ProcessPoolExecutor a ``_Feeder`` hands batches to: records what it is given;
+    a batch ends when the test says."""
+
+    def __init__(self):
+        self.given: list = []
+        self.futures: list[Future] = []
+
+    def submit(self, fn, *args):
+        self.given.append((fn.__name__, *(a.batch_no for a in args)))
+        self.futures.append(Future())
+        return self.futures[-1]
+
+
+def test_the_feeder_draws_its_next_batch_and_starts_the_spare_workers_before_a_slot_frees(tmp_path):
+    """Between one batch's end and the next one's start nothing should be left to do: the next batch
+    is drawn (for a large file, the pass finds its piece) while the slots are full, and the pool's
+    other workers are started with the first batch, not when the ingest process's batch ends."""
+    ok = write_json(tmp_path / "src" / "a.json", {"prompt": "p"})
+    drawn = []
+
+    def specs():
+        for spec in _specs(tmp_path / "wh", [[ok]] * 3, TOY):
+            drawn.append(spec.batch_no)
+            yield spec
+
+    pool = _HandedOut()
+    feeder = _Feeder(pool, specs(), 1, spare=1)
+    feeder.start()
+    try:
+        guard = time.monotonic() + 60  # a guard against a hang, not a measure
+        while len(drawn) < 2 and time.monotonic() < guard:
+            time.sleep(0.01)
+        time.sleep(0.05)  # (had the feeder drawn more, it would have by now)
+        assert drawn == [1, 2], "the next batch is drawn while the one slot is taken"
+        assert pool.given == [("run_batch_in_worker", 1), ("_started",)]
+        pool.futures[0].set_result(None)  # batch 1 ends: its slot goes to batch 2
+        while len(drawn) < 3 and time.monotonic() < guard:
+            time.sleep(0.01)
+        assert pool.given[2:] == [("run_batch_in_worker", 2)] and drawn == [1, 2, 3]
+    finally:
+        feeder.stop()
+    assert pool.given[3:] == []  # stopped: batch 3, drawn, is not handed out
 
 
 def test_the_ingest_process_maps_the_first_batch_itself_while_the_pool_starts(tmp_path):

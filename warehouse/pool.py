@@ -108,7 +108,7 @@ class ProcessPool:
         # maps the first batch itself meanwhile instead of waiting with a core idle, as one of the
         # run's ``workers``: the feeder hands the pool one batch fewer than it has workers meanwhile
         # (no more processes mapping at once than there are workers, nor their memory), then the rest.
-        feeder = _Feeder(pool, specs, self.workers - 1)
+        feeder = _Feeder(pool, specs, self.workers - 1, spare=self.workers - 1)
         finished = False
         try:
             feeder.start()
@@ -143,9 +143,10 @@ class _Feeder(threading.Thread):
 
     _END = object()
 
-    def __init__(self, pool: ProcessPoolExecutor, specs: Iterator[BatchSpec], limit: int):
+    def __init__(self, pool: ProcessPoolExecutor, specs: Iterator[BatchSpec], limit: int, spare: int = 0):
         super().__init__(daemon=True, name="feeder")
         self.pool, self.specs = pool, specs
+        self.spare = spare
         self.slots = threading.Semaphore(limit)
         self.limit = limit
         self.done: "queue_mod.SimpleQueue" = queue_mod.SimpleQueue()  # finished futures, then _END
@@ -155,18 +156,35 @@ class _Feeder(threading.Thread):
 
     def run(self) -> None:
         try:
-            while True:
+            # The next batch is drawn before a slot frees, not after: drawing may wait for the pass
+            # over a large file to find its piece (hash and count ~32 MB), which then happens while
+            # the batches run instead of between one batch's end and the next one's start.
+            spec = next(self.specs, None)
+            while spec is not None:
                 self.slots.acquire()
-                spec = None if self.stopping.is_set() else next(self.specs, None)
-                if spec is None:
+                if self.stopping.is_set():
                     break
                 future = self.pool.submit(run_batch_in_worker, spec)  # the first waits for the forkserver
                 self.submitted += 1
                 future.add_done_callback(self._finished)
+                if self.submitted == 1:
+                    self._start_spare_workers()
+                spec = None if self.stopping.is_set() else next(self.specs, None)
         except BaseException as e:  # a file the pass could not read, a pool already broken: the run's error
             self.error = e
         finally:
             self.done.put(self._END)
+
+    def _start_spare_workers(self) -> None:
+        """The pool's other workers, started now, while the ingest process maps its batch.
+
+        ProcessPoolExecutor starts a worker only when a batch is handed to it and none is idle: the
+        second would come up only once the ingest process's batch ends and ``widen`` hands out more,
+        leaving a core idle while it starts (~0.1 s: bench/timeline.py). A no-op per spare worker
+        starts them now; they wait, mapping nothing, until ``widen``. A run with no second batch for
+        the pool never gets here."""
+        for _ in range(self.spare):
+            self.pool.submit(_started)
 
     def widen(self, limit: int) -> None:
         """From now on up to ``limit`` batches queued or running at once."""
@@ -249,6 +267,10 @@ def start_forkserver(registry: Registry) -> None:
 # --- in a worker process ---------------------------------------------------------
 
 _progress_queue = None
+
+
+def _started() -> None:
+    """Nothing: what ``_Feeder`` hands the pool to start a worker before its batches need it."""
 
 
 def _init_worker(queue, lifeline=None) -> None:
