@@ -34,14 +34,8 @@ from warehouse.tables import TABLES
 from warehouse.worker import BatchIngest, BatchSpec, WorkItem
 from warehouse.writer import PARQUET_OPTIONS, check_batch, dictionary_columns
 
-
-def cpu(f, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.process_time()  # user + system of this process, finer than os.times()
-        f()
-        best = min(best, time.process_time() - t)
-    return best
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from measure import cpu, stage_table  # noqa: E402
 
 
 def read_file(path: str):
@@ -89,11 +83,7 @@ def main() -> None:
         *[(f"worker: Parquet write of {n} ({tables[n].num_rows:,} rows)", lambda n=n: write(n)) for n in tables],
     ]
     print(f"AfterImage piece of {len(data) / 2**20:.1f} MiB ({result.records:,} lines), min of {a.repeat} runs\n")
-    print("| stage | CPU per piece | CPU-s per GiB |")
-    print("|---|---|---|")
-    for label, f in stages:
-        s = cpu(f, a.repeat)
-        print(f"| {label} | {s * 1000:.1f} ms | {s / gib:.2f} |", flush=True)
+    stage_table(stages, a.repeat, "piece", "GiB", 1 / gib)
 
     registry = Registry.installed()
     root = tempfile.mkdtemp(prefix="hotpath-root-")

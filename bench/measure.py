@@ -122,3 +122,24 @@ def median_of(runs: list[Run]) -> Run:
 
 def say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
+
+
+def cpu(f, repeat: int) -> float:
+    """The least CPU (user + system of this process) of ``repeat`` calls of ``f``: the figure a
+    stage costs when nothing else gets in its way (bench/hotpath.py, bench/smallfiles.py)."""
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.process_time()  # finer than os.times()
+        f()
+        best = min(best, time.process_time() - t)
+    return best
+
+
+def stage_table(stages, repeat: int, call: str, per: str, scale: float, ms: str = ".1f", digits: str = ".2f") -> None:
+    """Print each ``(label, f)`` of ``stages`` as a Markdown row: its CPU per ``call`` and per ``per``
+    (CPU times ``scale``), measured by ``cpu``."""
+    print(f"| stage | CPU per {call} | CPU-s per {per} |")
+    print("|---|---|---|")
+    for label, f in stages:
+        s = cpu(f, repeat)
+        print(f"| {label} | {s * 1000:{ms}} ms | {s * scale:{digits}} |", flush=True)

@@ -26,14 +26,8 @@ import time
 from warehouse.registry import Registry
 from warehouse.worker import BatchIngest, BatchSpec, WorkItem
 
-
-def cpu(f, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.process_time()
-        f()
-        best = min(best, time.process_time() - t)
-    return best
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from measure import cpu, stage_table  # noqa: E402
 
 
 def corpus_files(root: str, n: int) -> list[str]:
@@ -82,11 +76,7 @@ def main() -> None:
          lambda: [ingestor.sniff(p, d[:8192]) and ingestor.fast_document(p, d[:8192], d) for p, d in docs]),
     ]
     print(f"{len(paths):,} files of {a.corpus}, min of {a.repeat} runs\n")
-    print("| stage | CPU per batch | CPU-s per 1,000 files |")
-    print("|---|---|---|")
-    for label, f in stages:
-        s = cpu(f, a.repeat)
-        print(f"| {label} | {s * 1000:.0f} ms | {s * per:.3f} |", flush=True)
+    stage_table(stages, a.repeat, "batch", "1,000 files", per, ms=".0f", digits=".3f")
     s = cpu(batch, a.repeat)
     print(f"| **the whole batch** (BatchIngest: read, detect, map, write) | {s * 1000:.0f} ms | {s * per:.3f} |")
     if a.profile:

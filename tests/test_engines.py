@@ -117,21 +117,23 @@ def test_every_engine_gives_the_same_results_for_the_same_batches(tmp_path):
     assert sum(o[3] for o in outcomes[0]) > 0
 
 
+def _noting(specs, drawn: list[int]):
+    """``specs``, each batch's number noted in ``drawn`` as it is drawn."""
+    for spec in specs:
+        drawn.append(spec.batch_no)
+        yield spec
+
+
 def test_closing_the_process_pool_stops_a_batch_still_running(tmp_path):
     """One batch finishes, the other never would: closing the engine returns, its worker is gone."""
     ok = write_json(tmp_path / "src" / "a.json", {"prompt": "p"})
     hang = write_json(tmp_path / "src" / "b.hang.json", {"prompt": "p"})
     drawn = []
-
-    def specs():
-        for spec in _specs(tmp_path / "wh", [[ok], [hang], [ok], [ok], [ok], [ok]], TOY):
-            drawn.append(spec.batch_no)
-            yield spec
-
+    specs = _noting(_specs(tmp_path / "wh", [[ok], [hang], [ok], [ok], [ok], [ok]], TOY), drawn)
     outcome = {}
 
     def run():
-        running = ProcessPool(2).run(specs(), lambda files, nbytes: None)
+        running = ProcessPool(2).run(specs, lambda files, nbytes: None)
         outcome["first"] = next(running)
         running.close()  # stop: the hanging batch is abandoned
         outcome["children"] = multiprocessing.active_children()
@@ -148,13 +150,8 @@ def test_closing_the_process_pool_stops_a_batch_still_running(tmp_path):
 def test_inline_draws_the_next_batch_only_when_asked(tmp_path):
     ok = write_json(tmp_path / "src" / "a.json", {"prompt": "p"})
     drawn = []
-
-    def specs():
-        for spec in _specs(tmp_path / "wh", [[ok]] * 3, TOY):
-            drawn.append(spec.batch_no)
-            yield spec
-
-    with closing(Inline().run(specs(), lambda files, nbytes: None)) as running:
+    specs = _noting(_specs(tmp_path / "wh", [[ok]] * 3, TOY), drawn)
+    with closing(Inline().run(specs, lambda files, nbytes: None)) as running:
         first = next(running)
     assert first.batch_no == 1 and drawn == [1]
 
@@ -241,14 +238,8 @@ def test_the_feeder_draws_its_next_batch_and_starts_the_spare_workers_before_a_s
     other workers are started with the first batch, not when the ingest process's batch ends."""
     ok = write_json(tmp_path / "src" / "a.json", {"prompt": "p"})
     drawn = []
-
-    def specs():
-        for spec in _specs(tmp_path / "wh", [[ok]] * 3, TOY):
-            drawn.append(spec.batch_no)
-            yield spec
-
     pool = _HandedOut()
-    feeder = _Feeder(pool, specs(), 1, spare=1)
+    feeder = _Feeder(pool, _noting(_specs(tmp_path / "wh", [[ok]] * 3, TOY), drawn), 1, spare=1)
     feeder.start()
     try:
         guard = time.monotonic() + 60  # a guard against a hang, not a measure
