@@ -181,8 +181,9 @@ class _Feeder(threading.Thread):
         ProcessPoolExecutor starts a worker only when a batch is handed to it and none is idle: the
         second would come up only once the ingest process's batch ends and ``widen`` hands out more,
         leaving a core idle while it starts (~0.1 s: bench/timeline.py). A no-op per spare worker
-        starts them now; they wait, mapping nothing, until ``widen``. A run with no second batch for
-        the pool never gets here."""
+        starts them now; they wait, mapping nothing, until ``widen``. A run that gives the pool no batch
+        never gets here; one that gives it a single batch starts a worker it does not need (a fork of
+        the forkserver, which has everything imported: a few ms)."""
         for _ in range(self.spare):
             self.pool.submit(_started)
 
