@@ -5,12 +5,21 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import warehouse
+
+# Tests check Ctrl-C by sending SIGINT, to this process or to a `warehouse` they start. A shell
+# without job control (a script, CI, `cmd &`) starts a background command with SIGINT ignored, and
+# Python and every process it starts keep it ignored: those tests would wait for ever for an
+# interrupt that never comes. Put back the handler an interactive run has; the processes started
+# from here then get SIGINT's default disposition, as a user's would.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"

@@ -44,8 +44,10 @@ class Toy(Ingestor):
             # Until the process is stopped. In short waits: a signal sent to the process may land on any
             # of its threads, and Python runs the handler only when the main thread next looks, which a
             # wait without end never does (a real batch is Python code and C calls of a moment: it looks).
-            while True:
+            # Bounded, so a stop that never comes fails the test instead of hanging the suite.
+            for _ in range(6000):  # 5 minutes
                 time.sleep(0.05)
+            raise RuntimeError("a .hang.json batch was never stopped")
         if src.path.endswith(".die.json"):
             os.kill(os.getpid(), signal.SIGKILL)
         return json_document_records(src)
