@@ -19,6 +19,7 @@ tree's sum sampled every 20 ms (``measure.run``). Markdown to stdout, progress t
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import shutil
 import statistics
@@ -30,12 +31,14 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from measure import run, say  # noqa: E402
 
+from warehouse.process_settings import ENV  # noqa: E402
+
 #: each setting alone, as the environment variables its library reads when a process starts
-#: (or loads it): the same values ``warehouse.process_settings`` gives the ingest's processes
+#: (or loads it), with the values ``warehouse.process_settings`` gives the ingest's processes
 ON = {
-    "purge": {"MIMALLOC_PURGE_DELAY": "1000"},
-    "glibc": {"MALLOC_MMAP_THRESHOLD_": str(1 << 30), "MALLOC_TRIM_THRESHOLD_": str((1 << 31) - 1)},
-    "blas": {"OPENBLAS_NUM_THREADS": "1"},
+    "purge": {k: ENV[k] for k in ("MIMALLOC_PURGE_DELAY",)},
+    "glibc": {k: ENV[k] for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")},
+    "blas": {k: ENV[k] for k in ("OPENBLAS_NUM_THREADS",)},
 }
 
 
@@ -67,8 +70,6 @@ def main() -> int:
     if args.shipped:
         todo["shipped"] = (args.shipped, {})
     got: dict[str, list[tuple[float, float, float, int]]] = {k: [] for k in todo}
-    import os
-
     for i in range(args.runs):
         order = list(todo)
         order = order[i % len(order):] + order[:i % len(order)]

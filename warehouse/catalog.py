@@ -157,6 +157,7 @@ class Catalog:
 
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_UTC_US = pa.timestamp("us", tz="UTC")
 
 
 def _pylist(table: pa.Table) -> list[dict]:
@@ -166,9 +167,6 @@ def _pylist(table: pa.Table) -> list[dict]:
     names = table.column_names
     columns = [_utc_datetimes(c) if c.type == _UTC_US else c.to_pylist() for c in table.columns]
     return [dict(zip(names, values)) for values in zip(*columns)]
-
-
-_UTC_US = pa.timestamp("us", tz="UTC")
 
 
 def _utc_datetimes(column: pa.ChunkedArray) -> list[dt.datetime | None]:

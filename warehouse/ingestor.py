@@ -21,7 +21,6 @@ else (it never asks what a format is called or which class it is).
 from __future__ import annotations
 
 import importlib
-
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, ClassVar
