@@ -127,11 +127,12 @@ def _noting(specs, drawn: list[int]):
 
 
 def test_closing_the_process_pool_stops_a_batch_still_running(tmp_path):
-    """One batch finishes, the other never would: closing the engine returns, its worker is gone."""
+    """One batch finishes, the others never would: closing the engine returns, its workers are gone."""
     ok = write_json(tmp_path / "src" / "a.json", {"prompt": "p"})
     hang = write_json(tmp_path / "src" / "b.hang.json", {"prompt": "p"})
     drawn = []
-    specs = _noting(_specs(tmp_path / "wh", [[ok], [hang], [ok], [ok], [ok], [ok]], TOY), drawn)
+    # the first batch (mapped by this process) ends, every other hangs: no slot of the pool ever frees
+    specs = _noting(_specs(tmp_path / "wh", [[ok]] + [[hang]] * 9, TOY), drawn)
     outcome = {}
 
     def run():
@@ -144,9 +145,11 @@ def test_closing_the_process_pool_stops_a_batch_still_running(tmp_path):
     t.start()
     t.join(240)  # a guard against a hang, not a measure: stopping takes well under a second
     assert not t.is_alive(), "closing the engine did not stop the batch still running"
-    assert outcome["first"].batch_no != 2 and outcome["first"].records_ingested == 1
+    assert outcome["first"].batch_no == 1 and outcome["first"].records_ingested == 1
     assert outcome["children"] == []
-    assert len(drawn) < 6  # batches are drawn as workers can take them, not all up front
+    # batches are drawn as workers can take them, not all up front: the first, two queued or running
+    # per worker (``widen``) and the one drawn ahead, however fast the machine
+    assert len(drawn) <= 1 + 2 * 2 + 1 < 10
 
 
 def test_inline_draws_the_next_batch_only_when_asked(tmp_path):
@@ -186,7 +189,7 @@ def test_the_forkserver_imports_the_worker_and_the_runs_formats_once_for_every_w
     """Workers are forked with these loaded, instead of each importing pyarrow and the formats."""
     from warehouse.pool import preload_modules
 
-    assert preload_modules(TOY) == ["__main__", "warehouse.worker", "tests.test_engines", "pandas"]
+    assert preload_modules(TOY) == ["warehouse.pyarrow_without_pandas", "__main__", "warehouse.worker", "tests.test_engines"]
     installed = preload_modules(Registry.installed())
     assert "warehouse.worker" in installed and all(m in installed for m in ("warehouse.formats.afterimage",
                                                                               "warehouse.formats.trait_interp"))
