@@ -8,6 +8,7 @@ page faults of memory used twice), never a time.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -16,6 +17,8 @@ import sys
 import pytest
 
 from warehouse.process_settings import ENV, GC_THRESHOLDS
+
+from .conftest import FIXTURES
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc, /proc: Linux only")
 
@@ -102,3 +105,31 @@ print(json.dumps({"caller": caller, "worker": worker, "blas": blas}))
     assert got["caller"] == dict.fromkeys(ENV)
     assert got["worker"] == ENV
     assert got["blas"] in (1, None)  # (None: this numpy has no OpenBLAS, so no threads of it to check)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pandas") is None,
+                    reason="pandas is not installed here: pyarrow cannot import it, there is nothing to check")
+def test_pyarrow_imports_no_pandas_in_the_ingests_processes_and_pandas_still_works(tmp_path):
+    """pyarrow imports pandas (when installed, 0.15-0.22 CPU-s) in a process's first ``pa.array``,
+    to tell pandas objects apart. The ingest command's process (mapping every fixture format's
+    batch itself with ``--jobs 1``), the forkserver and its workers settle first that there is
+    none to look out for; a conversion to pandas still imports it and works."""
+    sources = [str(FIXTURES / name) for name in sorted(os.listdir(FIXTURES))]
+    code = f"""
+import json, sys
+from concurrent.futures import ProcessPoolExecutor
+import multiprocessing
+from warehouse.cli import main
+assert main(['ingest', *{sources!r}, '--root', {str(tmp_path / "wh")!r}, '--jobs', '1', '--quiet']) == 0
+command = 'pandas' in sys.modules
+from warehouse.pool import start_forkserver
+from warehouse.registry import Registry
+start_forkserver(Registry.installed())
+import pyarrow as pa
+with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("forkserver")) as pool:
+    worker = pool.submit(eval, "(__import__('pyarrow').array(['a']), 'pandas' in __import__('sys').modules)[1]").result()
+frame = type(pa.table({{"a": [1]}}).to_pandas()).__name__
+print(json.dumps({{"command": command, "worker": worker, "to_pandas": frame}}))
+"""
+    got = _run(code)
+    assert got == {"command": False, "worker": False, "to_pandas": "DataFrame"}
