@@ -189,7 +189,7 @@ def test_the_forkserver_imports_the_worker_and_the_runs_formats_once_for_every_w
     """Workers are forked with these loaded, instead of each importing pyarrow and the formats."""
     from warehouse.pool import preload_modules
 
-    assert preload_modules(TOY) == ["warehouse.pyarrow_without_pandas", "__main__", "warehouse.worker", "tests.test_engines"]
+    assert preload_modules(TOY) == ["warehouse.forkserver_start", "__main__", "warehouse.worker", "tests.test_engines"]
     installed = preload_modules(Registry.installed())
     assert "warehouse.worker" in installed and all(m in installed for m in ("warehouse.formats.afterimage",
                                                                               "warehouse.formats.trait_interp"))

@@ -244,11 +244,12 @@ def preload_modules(registry: Registry) -> list[str]:
     modules their fast paths use (``Ingestor.worker_modules``). The formats were loaded in this
     process already (detection needs them all), so importing them again cannot fail where this
     process did not; ``__main__`` is multiprocessing's default. First of all
-    ``warehouse.pyarrow_without_pandas``: pyarrow would import pandas (when installed) on a process's
-    first ``pa.array``, which every worker makes; there it settles that it has none to look out for."""
+    ``warehouse.forkserver_start``: pyarrow would import pandas (when installed) on a process's
+    first ``pa.array``, which every worker makes, and the forkserver tore its interpreter down when told
+    to stop."""
     formats = sorted({ref.partition(":")[0] for _name, ref in registry.refs})
     fast = sorted({m for ingestor in registry.ingestors() for m in ingestor.worker_modules})
-    return ["warehouse.pyarrow_without_pandas", "__main__", "warehouse.worker", *formats, *fast]
+    return ["warehouse.forkserver_start", "__main__", "warehouse.worker", *formats, *fast]
 
 
 def start_forkserver(registry: Registry) -> None:
