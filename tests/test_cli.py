@@ -185,3 +185,27 @@ def test_a_locked_warehouse_says_how_to_wait(root, capsys):
     err = capsys.readouterr().err
     assert err.startswith(f"error: {root} is being written by pid {os.getpid()}")
     assert err.endswith("run again once it has finished, or without --no-wait to wait for it\n")
+
+
+def test_the_script_ends_without_tearing_the_interpreter_down_yet_runs_the_exit_handlers(root):
+    """``warehouse`` (``cli.script``) ends its process once the command is done: the exit handlers
+    run and what it printed is all there, but no module is torn down object by object (an object's
+    ``__del__`` in a module would run then); the exit status is the command's."""
+    code = f"""
+import atexit, sys
+from warehouse import cli
+class Noisy:
+    def __del__(self):
+        print("torn down", file=sys.stderr)
+noisy = Noisy()
+atexit.register(print, "exit handlers ran", file=sys.stderr)
+sys.argv = ["warehouse", "sql", "SELECT count(*) AS n FROM responses", "--root", {str(root)!r}, "--format", "json"]
+cli.script()
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)[0]["n"] > 0
+    assert "exit handlers ran" in proc.stderr and "torn down" not in proc.stderr
+    missing = subprocess.run([sys.executable, "-c", code.replace(str(root), str(root) + "-missing")],
+                             capture_output=True, text=True)
+    assert missing.returncode != 0 and "exit handlers ran" in missing.stderr
