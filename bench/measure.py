@@ -110,6 +110,33 @@ def run(cmd: list[str], env: dict | None = None, cwd: str | None = None) -> Run:
     return Run(seconds, peak / 1024, proc.returncode, err, cpu)
 
 
+def settle(corpus: str | os.PathLike, memory_bytes: int = 4 << 30) -> None:
+    """Put the machine in the same state before each measured run, so that no contender pays
+    for another's leftovers or for the time since it last ran (issue 20, bench/README.md).
+
+    Two things this VM does made the same command's CPU time move by a quarter between runs:
+    its kernel drops a file's page-cache pages ~30 s after they were last read (DAMON
+    ``pageout``), so whoever reads the corpus first pays ~1 CPU-s per GiB to read it back; and
+    the host takes back guest memory that stayed free as long, so a process's first touch of
+    a page costs between 0.5 and 2.3 CPU-s per GiB depending on what ran before it. Reading
+    the corpus, then touching and freeing ``memory_bytes`` (more than any contender's peak),
+    makes both the cheap case for every contender alike. Untimed."""
+    import mmap
+
+    for root, _dirs, files in os.walk(corpus):
+        for name in files:
+            with open(os.path.join(root, name), "rb", buffering=0) as f:
+                while f.read(8 << 20):
+                    pass
+    block = bytes(64 << 20)
+    m = mmap.mmap(-1, memory_bytes)
+    try:
+        for off in range(0, memory_bytes, len(block)):
+            m[off:off + len(block)] = block[:memory_bytes - off]
+    finally:
+        m.close()
+
+
 def median_of(runs: list[Run]) -> Run:
     return Run(
         statistics.median(r.seconds for r in runs),

@@ -7,7 +7,11 @@
 
 Each round runs every contender once, one after another, in an order that rotates
 from round to round (so a change in the machine's load falls on all of them alike);
-each figure is the median of --runs rounds. Contenders:
+each figure is the median of --runs rounds. Before each run the machine is put in the same
+state (``measure.settle``: the corpus read into the page cache, 4 GiB of memory touched and
+freed), so no contender pays for the one before it or for the time since the corpus was last
+read; ``--as-is`` leaves the machine as the last run left it (the measurements of stops 22-25).
+Contenders:
 
 * each ``--warehouse LABEL=PYTHON`` (default: this Python), ``PYTHON -m warehouse.cli
   ingest CORPUS --root FRESH``: several let one run compare two checkouts (before/after),
@@ -36,7 +40,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import ingest as ingest_bench  # noqa: E402  (bench/ingest.py: the corpora)
-from measure import Run, median_of, run, say  # noqa: E402
+from measure import Run, median_of, run, say, settle  # noqa: E402
 
 REFERENCE = str(HERE / "duckdb_reference.py")
 
@@ -53,7 +57,7 @@ def contenders(kind: str, glob: str, src: Path, warehouses: list[tuple[str, str]
     return out
 
 
-def measure(kind: str, src: Path, glob: str, runs: int, warehouses, work: Path) -> dict[str, Run]:
+def measure(kind: str, src: Path, glob: str, runs: int, warehouses, work: Path, settled: bool = True) -> dict[str, Run]:
     todo = contenders(kind, glob, src, warehouses)
     results: dict[str, list[Run]] = {label: [] for label, _ in todo}
     for i in range(runs):
@@ -63,6 +67,8 @@ def measure(kind: str, src: Path, glob: str, runs: int, warehouses, work: Path) 
             shutil.rmtree(d, ignore_errors=True)
             d.mkdir(parents=True)
             say(f"  round {i + 1}/{runs}: {label}")
+            if settled:
+                settle(src)
             # in the output directory: `python -m` puts the working directory first on sys.path,
             # and a checkout there would shadow the `warehouse` of the Python being measured
             r = run(cmd(d), cwd=str(d))
@@ -73,7 +79,7 @@ def measure(kind: str, src: Path, glob: str, runs: int, warehouses, work: Path) 
     return {label: median_of(rs) for label, rs in results.items()}
 
 
-def measure_reingest(src: Path, runs: int, warehouses, work: Path) -> dict[str, Run]:
+def measure_reingest(src: Path, runs: int, warehouses, work: Path, settled: bool = True) -> dict[str, Run]:
     results: dict[str, list[Run]] = {}
     for i in range(runs):
         k = i % len(warehouses)
@@ -82,7 +88,12 @@ def measure_reingest(src: Path, runs: int, warehouses, work: Path) -> dict[str, 
             shutil.rmtree(root, ignore_errors=True)
             cmd = [python, "-m", "warehouse.cli", "ingest", str(src), "--root", str(root), "--quiet"]
             say(f"  round {i + 1}/{runs}: warehouse {label}, first and unchanged")
-            first, again = run(cmd, cwd=str(work)), run(cmd, cwd=str(work))
+            if settled:
+                settle(src)
+            first = run(cmd, cwd=str(work))
+            if settled:
+                settle(src)
+            again = run(cmd, cwd=str(work))
             if first.returncode or again.returncode:
                 raise SystemExit(f"{label} failed:\n{first.stderr}{again.stderr}")
             results.setdefault(f"warehouse {label} first", []).append(first)
@@ -111,6 +122,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--warehouse", action="append", default=[], metavar="LABEL=PYTHON",
                     help="a warehouse to measure: a label and the Python whose `warehouse` it is (repeatable)")
+    ap.add_argument("--as-is", action="store_true",
+                    help="measure each run in whatever state the last one left the machine (no measure.settle)")
     ap.add_argument("--corpus", default=os.path.join(tempfile.gettempdir(), "warehouse-bench"))
     a = ap.parse_args()
     warehouses = [tuple(w.split("=", 1)) for w in a.warehouse] or [("now", sys.executable)]
@@ -123,11 +136,11 @@ def main() -> None:
             src, glob = ingest_bench.corpus("afterimage" if a.kind == "afterimage" else "inference", spec, base)
             nbytes = ingest_bench.size_of(src)
             if a.kind == "reingest":
-                results = measure_reingest(src, a.runs, warehouses, work)
+                results = measure_reingest(src, a.runs, warehouses, work, not a.as_is)
                 table(f"{int(size):,} inference files: first ingest, then unchanged", nbytes, results,
                       f"warehouse {warehouses[0][0]} first")
                 continue
-            results = measure(a.kind, src, glob, a.runs, warehouses, work)
+            results = measure(a.kind, src, glob, a.runs, warehouses, work, not a.as_is)
             what = f"AfterImage JSONL {size:g} MB" if a.kind == "afterimage" else f"{int(size):,} inference files"
             table(what, nbytes, results, "duckdb same work" if a.kind == "afterimage" else "duckdb plain COPY")
     finally:
