@@ -133,3 +133,14 @@ print(json.dumps({{"command": command, "worker": worker, "to_pandas": frame}}))
 """
     got = _run(code)
     assert got == {"command": False, "worker": False, "to_pandas": "DataFrame"}
+
+
+def test_the_forkserver_start_does_nothing_in_a_process_that_merely_imports_it():
+    """Only the forkserver ends at once with status 0: imported anywhere else (a tool that imports
+    every module), the process keeps its own exit status, and pyarrow its pandas lookout."""
+    code = ("import sys, warehouse.forkserver_start, pyarrow as pa\n"
+            "pa.array(['a'])\n"
+            "sys.exit(3 if ('pandas' in sys.modules) == IMPORTABLE else 4)\n")
+    importable = importlib.util.find_spec("pandas") is not None
+    proc = subprocess.run([sys.executable, "-c", f"IMPORTABLE = {importable}\n{code}"], capture_output=True, text=True)
+    assert proc.returncode == 3, proc.stderr

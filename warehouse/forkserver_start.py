@@ -8,12 +8,30 @@ before anything else), for itself and for every worker it forks:
   is over, or its process exits): it holds nothing to flush or to clean up, and tearing down
   its interpreter (pyarrow, numpy, the formats) took ~40 ms of a core after the run had ended.
   Its workers do not run this: multiprocessing ends them with ``os._exit`` already.
+
+Imported anywhere else (a tool that imports every module), it does nothing: an exit handler that
+ends the process with status 0 would hide any other process's failure.
 """
 
 import atexit
 import os
+import sys
 
-from .process_settings import pyarrow_without_pandas
 
-pyarrow_without_pandas()
-atexit.register(os._exit, 0)
+def _preloaded_by_the_forkserver() -> bool:
+    """Whether this import runs inside multiprocessing's forkserver loop (its ``main`` preloads)."""
+    from multiprocessing import forkserver
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is forkserver.main.__code__:
+            return True
+        frame = frame.f_back
+    return False
+
+
+if _preloaded_by_the_forkserver():
+    from .process_settings import pyarrow_without_pandas
+
+    pyarrow_without_pandas()
+    atexit.register(os._exit, 0)
