@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from warehouse.formats.dataloop import Dataloop
 from warehouse.formats.dataloop.download import siblings
+from warehouse.formats.dataloop.item import document_key
 from warehouse.records import Record, RecordContext, stable_id
 from warehouse.registry import Registry
 from warehouse.tables import TABLES
@@ -546,7 +547,7 @@ def test_dataloop_mapping_keeps_every_field(prompts, doc_extra, answers):
         assert (row["response"], row["model_confidence"], row["prompt_key"]) == (text, c, first)
     extra = dict(responses[0]["extra"] or {})
     assert extra.pop("item") == {"name": "a.json", "dir": "/"}  # kept as written, though filename tells them
-    assert extra == doc_extra
+    assert extra == {document_key(k): v for k, v in doc_extra.items()}  # (a field "item" is kept as "item~")
     written = [(m, v) for parts in prompts.values() for m, v in parts]
     assert [(t["mimetype"], t["content"] if t["mimetype"] == "application/text" else t["content_ref"]) for t in turns] == written
     for a, (_, _, more) in zip(out.get("annotations", []), answers):

@@ -512,3 +512,18 @@ def test_real_dataloop_files_round_trip_and_load_where_dtlpy_loads_them(realdata
         else:
             assert [p.key for p in dl.PromptItem.from_local_file(str(path)).prompts] == list(doc["prompts"])
     assert refused == 5
+
+
+def test_a_documents_own_item_field_is_kept_beside_the_item_jsons_and_goes_back_to_the_document():
+    """``extra.item`` holds the item JSON's leftovers; a document's own top-level ``item`` (and
+    ``item~``) are kept as ``item~`` (``item~~``): nothing overwritten, each written back where it was
+    (found by hypothesis: a document field ``item`` was lost)."""
+    document = {"shebang": "dataloop", "metadata": {"dltype": "prompt"},
+                "prompts": {"1": [{"mimetype": "application/text", "value": "hi"}]}, "item": None, "item~": [1]}
+    item = {"id": "i1", "filename": "/a.json", "name": "a.json", "dir": "/", "url": "u"}
+    rows = _mapped(document, item)
+    assert rows["responses"][0]["extra"] == {"item~": None, "item~~": [1], "item": {"url": "u", "name": "a.json", "dir": "/"}}
+    files = unmap.record_files(rows["responses"], rows.get("turns", []), rows.get("annotations", []))
+    assert files.document["item"] is None and files.document["item~"] == [1]
+    assert files.item_json["url"] == "u" and "item" not in files.item_json
+    assert _mapped(files.document, files.item_json) == rows

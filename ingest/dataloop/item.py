@@ -11,6 +11,7 @@ single response when there is one, else to none (``response_id`` NULL: join on
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from warehouse.records import Mapped, RecordContext, RecordError
@@ -41,10 +42,27 @@ def item_rows(item: Item | None) -> tuple[dict, dict | None]:
 
 
 def merge_extra(document_left: dict | None, item_left: dict | None) -> dict | None:
-    extra = dict(document_left or {})
+    """The response's ``extra``: the document's leftover fields, and the item JSON's under ``item``."""
+    extra = {document_key(k): v for k, v in (document_left or {}).items()}
     if item_left:
         extra["item"] = item_left
     return extra or None
+
+
+#: ``extra.item`` holds the item JSON's leftovers, so a document's own top-level field ``item`` is
+#: kept as ``item~`` (and ``item~`` as ``item~~``, ...): neither overwrites the other, and the
+#: exporter (``unmap``) tells them apart
+_ITEM_KEY = re.compile(r"item~*")
+
+
+def document_key(key: str) -> str:
+    """Where a document's leftover top-level field ``key`` is kept in ``extra``."""
+    return key + "~" if _ITEM_KEY.fullmatch(key) else key
+
+
+def document_key_back(key: str) -> str:
+    """The document field an ``extra`` key (other than ``item``) was kept for: ``document_key`` reversed."""
+    return key[:-1] if key != "item" and _ITEM_KEY.fullmatch(key) else key
 
 
 def map_prompt_item(doc: dict | None, item_json: Any, item_sub: str, ctx: RecordContext) -> Mapped:

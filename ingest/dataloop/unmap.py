@@ -25,6 +25,7 @@ from warehouse.exports import kit
 
 from . import detect
 from .download import SIBLING
+from .item import document_key_back
 from .prompts import METADATA, is_text
 
 ITEM_COLUMNS = ("item_id", "dataset_id", "item_filename", "item_creator", "item_created_at", "item_updated_at", "tags")
@@ -55,6 +56,7 @@ def record_files(responses: list[dict], turns: list[dict], annotations: list[dic
     first = responses[0]
     extra = dict(first.get("extra") or {})
     item_extra = extra.pop("item", None)
+    extra = {document_key_back(k): v for k, v in extra.items()}  # the document's own fields
     dltype = first.get("dltype")
     has_item = item_extra is not None or bool(annotations) or any(first.get(c) is not None for c in ITEM_COLUMNS)
     in_sibling = any((row.get("source_locator") or "").startswith(SIBLING) for row in (*responses, *annotations))
