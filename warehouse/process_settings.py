@@ -1,4 +1,5 @@
-"""Allocator and thread settings of the ingest's own processes (issue 20, part F).
+"""Allocator, thread and collector settings of the ingest's own processes (issue 20, part F), and
+pyarrow's lookout for pandas, which they do without (``pyarrow_without_pandas``, stop 26).
 
 An ingest allocates and frees the same few hundred MB over and over: every piece is read,
 parsed into Arrow arrays, written and dropped, and the next piece needs the same memory
