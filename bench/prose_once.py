@@ -63,6 +63,7 @@ def main() -> None:
     ap.add_argument("--out", help="where the two layouts are written (default: a folder under the system's temp)")
     ap.add_argument("--runs", type=int, default=5, help="runs per query after a first (warm-up) run")
     a = ap.parse_args()
+    a.runs = max(a.runs, 1)
     out = Path(a.out or tempfile.mkdtemp(prefix="prose-once-"))
     out.mkdir(parents=True, exist_ok=True)
     if not (out / "derived.parquet").exists():
