@@ -11,6 +11,7 @@ import json
 import duckdb
 import pytest
 
+import warehouse
 from warehouse.cli import main
 
 #: one value per DuckDB type, at its edges (extremes, NaN, infinities, NULLs inside nested values)
@@ -137,6 +138,32 @@ def test_repeated_and_odd_column_names_are_kept(samples_wh, capsys):
     assert list(csv.reader(io.StringIO(run(samples_wh.root, capsys, q, "--format", "csv"))))[0] == ["a", "a", 'we ird "x"']
     assert run(samples_wh.root, capsys, q).splitlines()[0].split("  ") == ["a", "a", 'we ird "x"']
     assert strict_json(run(samples_wh.root, capsys, q, "--format", "json")) == [{"a": 1, "a_1": 2, 'we ird "x"': 3}]
+
+
+#: names a query may give its columns that the output's own SQL must not take for names of its own
+#: (DuckDB gives no column an empty name: an Arrow column "" becomes v0, a PIVOT on '' makes a column '')
+HOSTILE_NAMES = ["x", "r", "t", "c0", "to_json", 'weird "name', " ", "a", "a", "a_1"]
+#: the JSON keys of those columns: repeated names suffixed as DuckDB does
+HOSTILE_KEYS = ["x", "r", "t", "c0", "to_json", 'weird "name', " ", "a", "a_1", "a_1_1", "''"]
+
+
+@pytest.mark.parametrize("fmt", ["json", "jsonl"])
+@pytest.mark.parametrize("nulls", [False, True], ids=["values", "nulls"])
+def test_json_keeps_every_column_whatever_its_name(samples_wh, capsys, fmt, nulls):
+    """The issue's case: ``SELECT 1 AS x, 2 AS r`` printed ``[2]`` alone, and with a NULL there a traceback."""
+    values = [None if nulls and i % 2 else i for i in range(len(HOSTILE_NAMES))]
+    columns = ", ".join(f'{"NULL" if v is None else v} AS "{n.replace(chr(34), chr(34) * 2)}"'
+                        for v, n in zip(values, HOSTILE_NAMES))
+    query = f"SELECT * FROM (SELECT {columns}), (PIVOT (SELECT '' AS k, 99 AS v) ON k USING first(v))"
+    for q, expected in (("SELECT 1 AS x, 2 AS r", {"x": 1, "r": 2}), ("SELECT 1 AS x, NULL AS r", {"x": 1, "r": None}),
+                        (query, dict(zip(HOSTILE_KEYS, values + [99])))):
+        out = run(samples_wh.root, capsys, q, "--format", fmt)
+        rows = strict_json(out) if fmt == "json" else [strict_json(line) for line in out.splitlines()]
+        assert rows == [expected]
+        assert list(rows[0]) == list(expected)  # in the query's order
+    buf = io.StringIO()
+    assert warehouse.sql(samples_wh.root, query, format=fmt, out=buf) is None
+    assert buf.getvalue() == run(samples_wh.root, capsys, query, "--format", fmt)
 
 
 def test_the_table_shows_a_bounded_number_of_rows_and_says_how_many_there_are(samples_wh, capsys):

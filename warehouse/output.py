@@ -3,7 +3,8 @@
 DuckDB itself turns every value into text, so every DuckDB type comes out valid
 in every format, as DuckDB writes it:
 
-* json, jsonl: ``to_json`` of each row. Nested values stay nested, JSON columns
+* json, jsonl: each row one object keyed by its column names (whatever they are;
+  repeated ones suffixed: a, a_1), each value as ``to_json`` writes it. Nested values stay nested, JSON columns
   are JSON (not strings holding JSON), HUGEINT and DECIMAL are exact numbers;
   intervals, blobs, times, UUIDs and the like are DuckDB's text. NaN and
   infinities, which JSON has no words for, become null.
@@ -75,8 +76,33 @@ def _text_query(result: duckdb.DuckDBPyRelation, width: int | None = None, keep=
 
 
 def _json_query(result: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelation:
-    # to_json of the whole row: an object keyed by column name (DuckDB suffixes repeated names: a, a_1)
-    return result.query("r", "SELECT to_json(r)::VARCHAR FROM r")
+    """One VARCHAR column: each row as a JSON object keyed by column name, its values as ``to_json`` writes them.
+
+    The columns are renamed positionally and the keys written as string literals: a user's
+    column may be called anything (``r``, the row alias ``to_json(r)`` read before, or ``c0``).
+    """
+    aliases = [f"c{i}" for i in range(len(result.columns))]
+    pairs = [f"{_sql_string(key)}, {alias}" for key, alias in zip(json_keys(result.columns), aliases)]
+    return result.query("r", f"SELECT json_object({', '.join(pairs)})::VARCHAR FROM r AS r({', '.join(aliases)})")
+
+
+def json_keys(names: list[str]) -> list[str]:
+    """Column names as keys of one JSON object: a repeated name is suffixed as DuckDB suffixes one
+    (a, a -> a, a_1), past any name already taken."""
+    taken: set[str] = set()
+    keys = []
+    for name in names:
+        key, n = name, 0
+        while key in taken:
+            n += 1
+            key = f"{name}_{n}"
+        taken.add(key)
+        keys.append(key)
+    return keys
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 def write_result(result: duckdb.DuckDBPyRelation, fmt: str, out: IO[str], *, max_rows: int | None = TABLE_ROWS) -> int:
