@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from .errors import StorageError, UsageError
+from .errors import QueryError, StorageError, UsageError
 from .remote import StorageOptions
 from .views import Snapshot, cursor, open_snapshot, readable_hint
 
@@ -89,14 +89,18 @@ class _Open:
 
     @contextmanager
     def reading(self) -> Iterator[None]:
-        """Turn DuckDB's error for a deleted file of this snapshot into one that says what to do."""
+        """DuckDB's errors as the warehouse's: a deleted file of this snapshot a StorageError that says
+        what to do, a query DuckDB rejects (a missing column, a failed cast) a QueryError with its message.
+        An interrupted query stays DuckDB's InterruptException (a kernel's interrupt, not a fault of the query)."""
         try:
             yield
-        except duckdb.IOException as e:
-            gone = self.snapshot.missing()
-            if not gone:
-                raise
-            raise StorageError(stale_message(self.snapshot, gone)) from e
+        except duckdb.InterruptException:
+            raise
+        except duckdb.Error as e:
+            gone = self.snapshot.missing() if isinstance(e, duckdb.IOException) else []
+            if gone:
+                raise StorageError(stale_message(self.snapshot, gone)) from e
+            raise QueryError(str(e)) from None
 
 
 def stale_message(snapshot: Snapshot, gone: list[str]) -> str:

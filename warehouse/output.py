@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 
 from .checks import SQL_FORMATS as FORMATS
+from .errors import QueryError
 BATCH_ROWS = 8192
 #: rows the table format shows unless told otherwise
 TABLE_ROWS = 40
@@ -109,15 +110,51 @@ def write_result(result: duckdb.DuckDBPyRelation, fmt: str, out: IO[str], *, max
     """Write the rows of a query to ``out``; returns the number of rows.
 
     ``max_rows`` bounds the rows the table format shows (None: all); the others write every row.
+    A row DuckDB fails to compute (a failed cast) is a QueryError with DuckDB's message.
     """
     if fmt not in FORMATS:
         raise ValueError(f"unknown output format {fmt!r}; choose one of: {', '.join(FORMATS)}")
     names = list(result.columns)
     if fmt in ("json", "jsonl"):
-        return _write_json(_json_query(result), fmt, out)
-    if fmt == "csv":
-        return _write_csv(_text_query(result, keep=PLAIN), names, _json_text(result.types), out)
-    return _write_table(_text_query(result, CELL_WIDTH), names, _json_text(result.types), out, max_rows)
+        query = _json_query(result)
+        write = lambda: _write_json(query, fmt, out)
+    elif fmt == "csv":
+        query = _text_query(result, keep=PLAIN)
+        write = lambda: _write_csv(query, names, _json_text(result.types), out)
+    else:
+        query = _text_query(result, CELL_WIDTH)
+        write = lambda: _write_table(query, names, _json_text(result.types), out, max_rows)
+    try:
+        return write()
+    except duckdb.InterruptException:
+        raise
+    except duckdb.Error as e:  # met while computing the rows: a failed cast, an out-of-range value
+        raise QueryError(lines_of(str(e), query.sql_query(), result.sql_query())) from None
+
+
+#: where DuckDB's error context names the line of the statement it points into
+ERROR_LINE = re.compile(r"LINE (\d+):")
+
+
+def lines_of(message: str, ran: str, own: str) -> str:
+    """DuckDB's error ``message`` about ``ran``, a statement around the query ``own``, with its ``LINE n:``
+    counted in ``own`` as it was written (a one-line query's error is on LINE 1), the caret below
+    moved with it. A message about a line of ``ran`` outside ``own`` is left as it is."""
+    at = ran.find(own) if own else -1
+    if at < 0:
+        return message
+    before = ran.count("\n", 0, at)
+    lines = message.split("\n")
+    for i, line in enumerate(lines):
+        m = ERROR_LINE.match(line)
+        if m is None or int(m.group(1)) <= before:
+            continue
+        label = f"LINE {int(m.group(1)) - before}:"
+        lines[i] = label + line[m.end():]
+        if i + 1 < len(lines) and lines[i + 1].startswith(" "):  # the caret line, indented past the label
+            lines[i + 1] = lines[i + 1][len(m.group(0)) - len(label):] if len(label) < len(m.group(0)) \
+                else " " * (len(label) - len(m.group(0))) + lines[i + 1]
+    return "\n".join(lines)
 
 
 def _write_json(query: duckdb.DuckDBPyRelation, fmt: str, out: IO[str]) -> int:

@@ -102,10 +102,7 @@ def sql(
         if format is None or relation is None:  # a statement without a result (SET, CREATE VIEW, ...)
             con = None  # not closed: the relation holds it, open, until the relation is gone
             return relation
-        try:
-            write_result(relation, format, out or sys.stdout, max_rows=max_rows or None)
-        except duckdb.Error as e:  # met while computing the rows: a failed cast, an out-of-range value
-            raise QueryError(str(e)) from None
+        write_result(relation, format, out or sys.stdout, max_rows=max_rows or None)  # a row that fails: QueryError
         return None
     finally:
         if con is not None:
