@@ -167,9 +167,8 @@ def export(
     from . import checks, remote
     from .exports import export as _export
 
-    checks.count(as_of, "as_of", least=1)
     return _export(checks.root(root), where, format, checks.local_path(out, "out"),
-                   overwrite=overwrite, memory_limit=memory_limit, progress=progress, as_of=as_of,
+                   overwrite=overwrite, memory_limit=memory_limit, progress=progress, as_of=checks.as_of(as_of),
                    storage_options=remote.canonical(storage_options))
 
 

@@ -10,6 +10,7 @@ Imports nothing heavy: ``warehouse --help`` stays fast. URLs are read as ``remot
 
 from __future__ import annotations
 
+import operator
 import os
 from typing import Any
 
@@ -78,6 +79,29 @@ def count(value: int | None, name: str, *, least: int, meaning: str = "") -> int
     if isinstance(value, bool) or not isinstance(value, int) or value < least:
         raise UsageError(f"{option(name)} {value!r}: must be an integer of {least} or more{meaning}")
     return value
+
+
+def as_of(value: Any) -> int | None:
+    """None (the latest snapshot), or a snapshot number: an integer of 1 or more, or its digits as
+    text, read as ``--as-of`` reads them. Every function that takes ``as_of`` checks it here, so
+    True, 1.0 or "one" is refused naming the value, never looked up as a snapshot file."""
+    if value is None:
+        return None
+    number = None
+    if isinstance(value, str):
+        try:
+            number = int(value)  # what argparse's type=int makes of --as-of
+        except ValueError:
+            pass
+    elif not isinstance(value, bool):
+        try:
+            number = operator.index(value)  # an int, or a numpy integer; not a float
+        except TypeError:
+            pass
+    if number is None or number < 1:
+        raise UsageError(f"{option('as_of')} {value!r}: must be a snapshot number, an integer of 1 or more "
+                         "(`warehouse history` lists them)")
+    return number
 
 
 def choice(value: str | None, name: str, choices: tuple[str, ...]) -> str | None:

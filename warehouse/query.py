@@ -91,8 +91,7 @@ def sql(
     """
     checks.choice(format, "format", SQL_FORMATS)
     checks.count(max_rows, "max_rows", least=0, meaning=" (0: all)")
-    checks.count(as_of, "as_of", least=1)
-    con = open_existing(root, as_of, storage_options)
+    con = open_existing(root, checks.as_of(as_of), storage_options)
     try:
         try:
             relation = con.sql(query) if params is None else con.sql(

@@ -177,8 +177,9 @@ class Snapshot:
 def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None, threads: int | None = None,
                   storage_options: StorageOptions = None) -> tuple[duckdb.DuckDBPyConnection, Snapshot]:
     """``connect(root, as_of=...)`` and the snapshot the connection reads."""
-    from . import remote
+    from . import checks, remote
 
+    as_of = checks.as_of(as_of)
     remote.configure_for(root, storage_options)
     store = Store(root)
     record = read_existing_snapshot(store, root, as_of)
