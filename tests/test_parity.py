@@ -139,6 +139,8 @@ TI = FIXTURES / "trait_interp"
     (lambda t: warehouse.sql(t, "SELECT 1", format="xml"), "--format 'xml': choose one of table, csv, json, jsonl"),
     (lambda t: warehouse.sql(t, "SELECT 1", max_rows=-1), "--max-rows -1: must be an integer of 0 or more (0: all)"),
     (lambda t: warehouse.stats(t, format="csv"), "--format 'csv': choose one of table, json"),
+    (lambda t: warehouse.ingest(TI, t / "wh", jobs=0), "--jobs 0: must be an integer of 1 or more"),
+    (lambda t: warehouse.tokenize(t / "wh", TI, jobs=-3), "--jobs -3: must be an integer of 1 or more"),
     (lambda t: warehouse.open(t, as_of=True), "--as-of True: must be a snapshot number, an integer of 1 or more"),
     (lambda t: warehouse.connect(t, as_of=1.0), "--as-of 1.0: must be a snapshot number"),
     (lambda t: warehouse.sql(t, "SELECT 1", as_of="one"), "--as-of 'one': must be a snapshot number"),
@@ -146,7 +148,7 @@ TI = FIXTURES / "trait_interp"
     (lambda t: spark_register(t, as_of="-2"), "--as-of '-2': must be a snapshot number"),
 ], ids=["max_record_mb", "tokenizer", "tokenize tokenizer", "ingest url", "tokenize url", "sql url", "stats url",
         "export url", "export out url", "history url", "compact url", "sql storage option", "history storage option",
-        "memory_limit", "sql format", "sql max_rows", "stats format", "open as_of", "connect as_of", "sql as_of",
+        "memory_limit", "sql format", "sql max_rows", "stats format", "ingest jobs", "tokenize jobs", "open as_of", "connect as_of", "sql as_of",
         "export as_of", "spark register as_of"])
 def test_python_callers_get_the_checks_the_command_line_gets(tmp_path, monkeypatch, call, message):
     monkeypatch.chdir(tmp_path)  # a URL taken for a relative path would make ./s3:/... here

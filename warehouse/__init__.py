@@ -120,6 +120,7 @@ def ingest(
     if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
         paths = [paths]  # type: ignore[list-item]
     root = checks.root(root)
+    checks.count(jobs, "jobs", least=1)
     checks.positive(max_record_mb, "max_record_mb", " of MB")
     checks.engine(engine, spark_master)
     run_options = dict(options or {})
@@ -180,6 +181,7 @@ def tokenize(root: StrPath, tokenizer: StrPath, *, jobs: int | None = None, prog
     from .runner import tokenize as _tokenize
 
     root = checks.root(root)
+    checks.count(jobs, "jobs", least=1)
     return _tokenize(root, checks.directory(tokenizer, "tokenizer", TOKENIZER_DIR), jobs=jobs, progress=progress,
                      storage_options=remote.canonical(storage_options))
 

@@ -18,6 +18,7 @@ imported inside ``main``, where a Ctrl-C is caught like anywhere else.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 
@@ -70,10 +71,20 @@ examples:
   warehouse export --root wh --where "response IS NOT NULL" --format openai_chat --out train.jsonl
   warehouse export --root wh --where "source_format = 'NAME'" --format NAME --out export_tree/   # back to the source
 
-formats: parquet, jsonl, csv, openai_chat, and back to the sources: the name of an installed format
-that writes its own shape (an unknown --format lists them)
+formats: parquet, jsonl, csv, openai_chat (any responses, whatever format they came from)
+back to a source format: {back}
+  (the installed formats that write their own shape; `warehouse ingest` reads the output back as that format)
 (the --where predicate is SQL on the responses view: warehouse sql "DESCRIBE responses" lists its columns)
 """
+
+
+def _export_epilog() -> str:
+    """EXPORT_EXAMPLES with the installed formats that export back to their own shape. Knowing which
+    do means loading the formats (not their exporters): done for ``export --help`` only."""
+    from .registry import Registry, _load
+
+    back = sorted(name for name, ref in Registry.installed().refs if type(_load(name, ref)).exporter is not None)
+    return EXPORT_EXAMPLES.format(back=", ".join(back) or "none installed")
 
 STATS_EXAMPLES = """\
 examples:
@@ -126,10 +137,26 @@ def _storage_option(p, what: str = "an s3:// --root") -> None:
                         "overrides the AWS_* environment; see docs/storage.md)")
 
 
+class _Command(argparse.ArgumentParser):
+    """The parser of one command. An unknown option is reported with this command's usage (argparse
+    hands a command's leftovers to the top level, whose usage names none of its options); an epilog
+    given as a function is made only when the help is shown."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
+
+    def format_help(self) -> str:
+        if callable(self.epilog):
+            self.epilog = self.epilog()
+        return super().format_help()
+
+
 def build_parser(format_names: bool = True):
     """The command line. ``format_names=False`` leaves the format names out of ``ingest --help``,
     so commands other than ingest start without reading the installed packages' metadata."""
-    import argparse
     import textwrap
 
     parser = argparse.ArgumentParser(
@@ -139,7 +166,7 @@ def build_parser(format_names: bool = True):
         epilog=MAIN_EXAMPLES,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Command)
 
     p = sub.add_parser(
         "ingest",
@@ -170,7 +197,7 @@ def build_parser(format_names: bool = True):
     p.add_argument("--spark-master", metavar="URL",
                    help="with --engine spark: the Spark master (spark://host:7077, local[4], ...); default: the session's own")
     _storage_option(p, "s3:// PATHs and --root")
-    p.add_argument("--quiet", action="store_true", help="no progress bar or summary on stderr")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary on stderr")
 
     t = sub.add_parser(
         "tokenize",
@@ -186,7 +213,7 @@ def build_parser(format_names: bool = True):
     _root(t)
     t.add_argument("--tokenizer", required=True, metavar="DIR", help="local tokenizer directory")
     t.add_argument("--jobs", type=int, default=None, help="worker processes (default: one per core)")
-    t.add_argument("--quiet", action="store_true", help="no progress bar or summary on stderr")
+    t.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary on stderr")
 
     q = sub.add_parser(
         "sql",
@@ -217,7 +244,7 @@ def build_parser(format_names: bool = True):
             "renamed into place, so a failed or interrupted (Ctrl-C) export leaves nothing behind. A progress bar "
             "(percentage, time left) goes to stderr on a terminal."
         ),
-        epilog=EXPORT_EXAMPLES,
+        epilog=_export_epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _root(e)
@@ -233,7 +260,7 @@ def build_parser(format_names: bool = True):
                    help="DuckDB's memory for the export; beyond it, it spills to disk beside --out (default: 1GB)")
     e.add_argument("--as-of", type=int, default=None, metavar="N",
                    help="export from warehouse snapshot N (`warehouse history` lists them; default: the latest)")
-    e.add_argument("--quiet", action="store_true", help="no progress bar or summary on stderr")
+    e.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary on stderr")
 
     s = sub.add_parser(
         "stats",
@@ -278,7 +305,7 @@ def build_parser(format_names: bool = True):
     c.add_argument("--retention-hours", type=int, default=RETENTION_HOURS, metavar="H",
                    help=f"delete files replaced more than H hours ago (default {RETENTION_HOURS:g}: 7 days)")
     c.add_argument("--no-wait", dest="wait", action="store_false", help="fail (exit 4) instead of waiting for a running ingest")
-    c.add_argument("--quiet", action="store_true", help="no summary on stderr")
+    c.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
     return parser
 
 

@@ -39,7 +39,7 @@ from .progress import IngestProgress
 from .readers import inside
 from .registry import Registry
 from .storage import SnapshotRecord, Store, new_run_id
-from .views import NO_WAREHOUSE, PathFieldsAhead
+from .views import PathFieldsAhead, read_existing_snapshot
 from .summary import IngestSummary
 from .worker import BatchIngest, BatchResult, BatchSpec, WorkItem
 
@@ -446,8 +446,8 @@ def tokenize(root: str, tokenizer: str, **options) -> IngestSummary:
     """
     remote.configure(options.get("storage_options"), new_run=True)  # before the root is read: it may be a URL
     store = Store(root)
-    if not store.exists() and not store.legacy():
-        raise UsageError(f"{root}: {NO_WAREHOUSE}")
+    if not store.legacy():  # none there: the StorageError every reading command gives (exit 1)
+        read_existing_snapshot(store, root)
     if store.legacy():  # the catalog is read before the ingest that would convert the root
         with store.lock(wait=options.get("wait", True), announce=say):
             open_for_writing(store, say)
