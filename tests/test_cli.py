@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -271,3 +272,25 @@ def test_export_help_names_the_formats_and_those_back_to_the_sources():
     flat = " ".join(text.split())
     assert f"formats: {', '.join(f.name for f in GENERIC)}" in flat
     assert f"back to a source format: {', '.join(sorted(back))}" in flat
+
+
+def test_ingesting_a_folder_with_no_json_says_so(tmp_path):
+    """It made a warehouse and said only "0 files: 0 ingested": was the path wrong, or the files?"""
+    empty = tmp_path / "exports"
+    (empty / "sub").mkdir(parents=True)
+    (empty / "notes.txt").write_text("not data")
+    root = tmp_path / "wh"
+    proc = warehouse_cli("ingest", str(empty), "--root", str(root))
+    assert (proc.returncode, proc.stdout) == (0, "")
+    kinds = r"no \.json, \.jsonl(, \.\w+)* or \.\w+ file"  # and what else an installed format reads (.pt)
+    assert re.fullmatch(rf"{kinds} under {re.escape(str(empty))}: the warehouse at {re.escape(str(root))} "
+                        "was made, and is empty", proc.stderr.splitlines()[-1]), proc.stderr
+    assert warehouse_cli("sql", "SELECT count(*) AS n FROM responses", "--root", str(root), "--format", "csv").stdout \
+        == '"n"\n0\n'  # a warehouse all the same (only ingest makes one, even with nothing to add)
+    again = warehouse_cli("ingest", str(empty), "--root", str(root))
+    assert re.fullmatch(rf"{kinds} under {re.escape(str(empty))}: nothing to add; the warehouse at "
+                        rf"{re.escape(str(root))} is unchanged", again.stderr.splitlines()[-1]), again.stderr
+    quiet = warehouse_cli("ingest", str(empty), "--root", str(root), "-q")
+    assert (quiet.returncode, quiet.stderr) == (0, "")
+    only = warehouse_cli("ingest", str(empty), "--root", str(root), "--format", "dataloop")
+    assert only.stderr.splitlines()[-1].startswith(f"no .json file under {empty}: nothing to add")

@@ -174,8 +174,20 @@ def ingest(
         changes = Changes.of(run_id, results, gone, settings)
         changes.path_fields, changes.ahead = ahead, commit_ahead
         summary.committed = commit(store, record, catalog, changes)
+    if not (summary.files_seen or summary.files_removed or summary.files_gone):
+        summary.notes.append(_nothing_found(paths, suffixes, root, made=not record.number))
     summary.seconds = time.monotonic() - t0
     return summary
+
+
+def _nothing_found(paths: Sequence[str], suffixes: Sequence[str], root: str, made: bool) -> str:
+    """What a run that found no file to look at did: a wrong PATH (or files of another kind) is seen at once.
+    The warehouse is made all the same: only ingest makes one, and a later run may fill it."""
+    kinds = " or ".join(", ".join(suffixes).rsplit(", ", 1))
+    found = f"no {kinds} file under {', '.join(paths)}"
+    if made:
+        return f"{found}: the warehouse at {root} was made, and is empty"
+    return f"{found}: nothing to add; the warehouse at {root} is unchanged"
 
 
 @dataclass
