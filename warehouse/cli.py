@@ -232,6 +232,9 @@ def build_parser(format_names: bool = True):
     q.add_argument("--format", default="table", choices=SQL_FORMATS, help="output format (default: table)")
     q.add_argument("--max-rows", type=int, default=40, metavar="N",
                    help="rows the table format shows (default 40; 0 for all); the other formats print every row")
+    q.add_argument("--max-width", type=int, default=None, metavar="N",
+                   help="characters per line of the table format (default: the terminal's width, or 120 when stdout "
+                        "is not a terminal; 0: no limit); longer values are cut, columns that do not fit left out")
     q.add_argument("--as-of", type=int, default=None, metavar="N",
                    help="read warehouse snapshot N (`warehouse history` lists them; default: the latest)")
 
@@ -345,8 +348,8 @@ def cmd_tokenize(args) -> int:
 def cmd_sql(args) -> int:
     import warehouse
 
-    warehouse.sql(args.root, _query_text(args), format=args.format, max_rows=args.max_rows, as_of=args.as_of,
-                  storage_options=args.storage_options)
+    warehouse.sql(args.root, _query_text(args), format=args.format, max_rows=args.max_rows, max_width=args.max_width,
+                  as_of=args.as_of, storage_options=args.storage_options)
     return EXIT_OK
 
 

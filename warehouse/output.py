@@ -11,8 +11,9 @@ in every format, as DuckDB writes it:
 * csv: numbers and booleans as they are, everything else as DuckDB's text
   (``CAST AS VARCHAR``; nested values as JSON), written by pyarrow's CSV writer:
   text is quoted, NULL is an empty field, an empty string ``""``.
-* table: the same text, cut to fit, for the first ``max_rows`` rows; the rows
-  after them are counted, not kept, and a footer says how many there were.
+* table: the same text, for the first ``max_rows`` rows, fitted to the terminal's
+  width (``texttable``: long values cut, columns that do not fit left out and named);
+  the rows after them are counted, not kept, and a footer says how many there were.
 
 Results stream in Arrow batches: no format holds the whole result in memory.
 """
@@ -20,8 +21,8 @@ Results stream in Arrow batches: no format holds the whole result in memory.
 from __future__ import annotations
 
 import io
-import math
 import re
+import shutil
 import sys
 from typing import IO, Any
 
@@ -29,13 +30,16 @@ import duckdb
 import pyarrow as pa
 import pyarrow.csv as pcsv
 
+from . import texttable
 from .checks import SQL_FORMATS as FORMATS
 from .errors import QueryError
+from .texttable import CELL_WIDTH
+
 BATCH_ROWS = 8192
 #: rows the table format shows unless told otherwise
 TABLE_ROWS = 40
-#: characters of a table cell; longer text is cut with an ellipsis
-CELL_WIDTH = 60
+#: a table's width when stdout is no terminal (a file, a pipe); ``--max-width`` sets another
+PIPE_WIDTH = 120
 
 #: DuckDB type ids written as JSON text in csv and table cells
 NESTED = {"list", "array", "struct", "map", "union", "variant"}
@@ -62,8 +66,10 @@ def _text_query(result: duckdb.DuckDBPyRelation, width: int | None = None, keep=
     """One VARCHAR column per column of ``result``: DuckDB's text of each value, nested values as JSON.
 
     Columns are renamed positionally (``AS r(c0, c1, ...)``), so any names, duplicates
-    included, work; ``width`` cuts each text to that many characters plus one (to tell it was cut);
-    columns whose type id is in ``keep`` stay as they are.
+    included, work; ``width`` keeps of a longer text its first ``width`` characters plus one (to
+    tell it was cut) and its last ``width`` (a path is cut in its middle: ``texttable``), so a
+    table holds a bounded text per cell whatever the data; columns whose type id is in ``keep``
+    stay as they are.
     """
     aliases = [f"c{i}" for i in range(len(result.columns))]
     exprs = []
@@ -71,9 +77,14 @@ def _text_query(result: duckdb.DuckDBPyRelation, width: int | None = None, keep=
         if t.id in keep:
             exprs.append(alias)
             continue
-        e = f"to_json({alias})::VARCHAR" if t.id in NESTED else f"CAST({alias} AS VARCHAR)"
-        exprs.append(f"left({e}, {width + 1})" if width else e)
-    return result.query("r", f"SELECT {', '.join(exprs)} FROM r AS r({', '.join(aliases)})")
+        exprs.append(f"to_json({alias})::VARCHAR" if t.id in NESTED else f"CAST({alias} AS VARCHAR)")
+    text = f"SELECT {', '.join(exprs)} FROM r AS r({', '.join(aliases)})"
+    if width:
+        long = 2 * width + 1
+        cut = [f"CASE WHEN length({a}) > {long} THEN left({a}, {width + 1}) || '…' || right({a}, {width}) ELSE {a} END"
+               for a in aliases]
+        text = f"SELECT {', '.join(cut)} FROM ({text}) AS t({', '.join(aliases)})"
+    return result.query("r", text)
 
 
 def _json_query(result: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelation:
@@ -106,10 +117,23 @@ def _sql_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def write_result(result: duckdb.DuckDBPyRelation, fmt: str, out: IO[str], *, max_rows: int | None = TABLE_ROWS) -> int:
+def table_width(out: IO[str], max_width: int | None = None) -> int | None:
+    """Columns a table's lines may take on ``out``: ``max_width`` (0: no limit), else the terminal's
+    width when ``out`` is one (as DuckDB's CLI does), else ``PIPE_WIDTH``."""
+    if max_width is not None:
+        return max_width or None
+    isatty = getattr(out, "isatty", None)
+    if isatty is not None and isatty():
+        return shutil.get_terminal_size().columns
+    return PIPE_WIDTH
+
+
+def write_result(result: duckdb.DuckDBPyRelation, fmt: str, out: IO[str], *, max_rows: int | None = TABLE_ROWS,
+                 max_width: int | None = None) -> int:
     """Write the rows of a query to ``out``; returns the number of rows.
 
     ``max_rows`` bounds the rows the table format shows (None: all); the others write every row.
+    ``max_width`` the table's line (``table_width``: default the terminal's width; 0 no limit).
     A row DuckDB fails to compute (a failed cast) is a QueryError with DuckDB's message.
     """
     if fmt not in FORMATS:
@@ -123,7 +147,7 @@ def write_result(result: duckdb.DuckDBPyRelation, fmt: str, out: IO[str], *, max
         write = lambda: _write_csv(query, names, _json_text(result.types), out)
     else:
         query = _text_query(result, CELL_WIDTH)
-        write = lambda: _write_table(query, names, _json_text(result.types), out, max_rows)
+        write = lambda: _write_table(query, names, _json_text(result.types), out, max_rows, table_width(out, max_width))
     try:
         return write()
     except duckdb.InterruptException:
@@ -202,7 +226,7 @@ def _write_csv(query: duckdb.DuckDBPyRelation, names: list[str], json_text: list
 
 
 def _write_table(query: duckdb.DuckDBPyRelation, names: list[str], json_text: list[bool], out: IO[str],
-                 max_rows: int | None) -> int:
+                 max_rows: int | None, width: int | None) -> int:
     shown: list[list[str | None]] = []
     n = 0
     for batch in query.to_arrow_reader(BATCH_ROWS):
@@ -211,37 +235,10 @@ def _write_table(query: duckdb.DuckDBPyRelation, names: list[str], json_text: li
             head = batch.slice(0, room)
             shown += [list(row) for row in zip(*(c.to_pylist() for c in _finite_cells(head, json_text)))]
         n += batch.num_rows  # the rest are counted only
-    out.write(render_table(names, shown, total=n))
+    out.write(texttable.render(names, shown, total=n, width=width,
+                               more_rows="use --format csv|json|jsonl for all, or --max-rows N",
+                               more_columns="SELECT the ones you want, or --max-width 0 for all"))
     return n
-
-
-def _cell_text(v: Any, width: int = CELL_WIDTH) -> str:
-    if v is None:
-        text = "NULL"
-    elif isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
-        text = str(v)
-    else:
-        text = str(v)
-    text = text.replace("\n", "\\n").replace("\t", " ")
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def render_table(names: list[str], rows: list[list[Any]], total: int | None = None) -> str:
-    """A plain aligned text table (cells cut at 60 characters; newlines shown as \\n).
-
-    With ``total`` larger than ``len(rows)``, the footer says how many rows there were and how to get them all.
-    """
-    cells = [[_cell_text(v) for v in row] for row in rows]
-    widths = [max([len(n)] + [len(r[i]) for r in cells]) for i, n in enumerate(names)]
-    line = lambda vals: "  ".join(v.ljust(w) for v, w in zip(vals, widths)).rstrip()
-    out = [line(names), line(["-" * w for w in widths])]
-    out += [line(r) for r in cells]
-    total = len(rows) if total is None else total
-    footer = f"({total} row{'s' if total != 1 else ''}"
-    if total > len(rows):
-        footer += f", {len(rows)} shown; use --format csv|json|jsonl for all, or --max-rows N"
-    out.append(footer + ")")
-    return "\n".join(out) + "\n"
 
 
 def write_report(report: Any, format: str, out: IO[str] | None,
@@ -255,6 +252,7 @@ def write_report(report: Any, format: str, out: IO[str] | None,
 
         out.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
         return
+    width = table_width(out)
     for i, (heading, names, rows) in enumerate(tables):
         out.write(("\n" if i else "") + (f"{heading}\n" if heading else ""))
-        out.write(render_table(names, rows))
+        out.write(texttable.render(names, rows, width=width, more_columns="--format json for all"))

@@ -74,6 +74,7 @@ def sql(
     *,
     format: str | None = None,
     max_rows: int | None = TABLE_ROWS,
+    max_width: int | None = None,
     out: IO[str] | None = None,
     as_of: int | None = None,
     storage_options: StorageOptions = None,
@@ -83,7 +84,8 @@ def sql(
     Without ``format``: the result of the last statement as a DuckDB relation (``.pl()``,
     ``.arrow()``, ``.fetchall()``; None for a statement without one). With ``format`` (one of
     ``SQL_FORMATS``): the result written to ``out`` (default stdout) as ``warehouse sql`` prints it,
-    the table format showing ``max_rows`` rows (0 or None: all); returns None. ``params`` fill ``?``
+    the table format showing ``max_rows`` rows (0 or None: all) in lines of at most ``max_width`` characters
+    (None: the terminal's width, or ``output.PIPE_WIDTH`` when ``out`` is not a terminal; 0: no limit); returns None. ``params`` fill ``?``
     (a sequence) or ``$name`` (a dict) placeholders. A query DuckDB rejects is a ``QueryError`` with
     its message (for a missing column, with the columns of the relation it names). ``as_of``: read
     warehouse snapshot N (``warehouse.history`` lists them), default the latest. ``root`` may be an
@@ -91,6 +93,7 @@ def sql(
     """
     checks.choice(format, "format", SQL_FORMATS)
     checks.count(max_rows, "max_rows", least=0, meaning=" (0: all)")
+    checks.count(max_width, "max_width", least=0, meaning=" (0: no limit)")
     con = open_existing(root, checks.as_of(as_of), storage_options)
     try:
         try:
@@ -101,7 +104,7 @@ def sql(
         if format is None or relation is None:  # a statement without a result (SET, CREATE VIEW, ...)
             con = None  # not closed: the relation holds it, open, until the relation is gone
             return relation
-        write_result(relation, format, out or sys.stdout, max_rows=max_rows or None)  # a row that fails: QueryError
+        write_result(relation, format, out or sys.stdout, max_rows=max_rows or None, max_width=max_width)  # a row that fails: QueryError
         return None
     finally:
         if con is not None:
