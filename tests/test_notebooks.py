@@ -147,3 +147,27 @@ def test_a_missing_score_is_drawn_as_missing_and_labels_keep_whole_words(unscore
         words = text.replace("…", " ").split()
         assert words == persona.split()[: len(words)], (persona, text)  # whole words, in order, none cut
     assert any("…" in t for t in got["labels"])  # the long one is shortened, and says so
+
+
+EXPORT_WITHOUT_WIDGETS = """\
+# %%
+import json, os, sys
+sys.modules["ipywidgets"] = None  # not importable: the notebooks extra does not install it
+import warehouse, warehouse.progress
+warehouse.progress.DELAY = 0  # the bar from the first moment: a small export is quick
+summary = warehouse.export(os.environ["WAREHOUSE_ROOT"], None, "jsonl", os.path.join(os.environ["NOTEBOOK_OUT"], "all.jsonl"))
+print(json.dumps({"written": summary.written}))
+"""
+
+
+@pytest.mark.slow
+def test_export_in_a_kernel_without_ipywidgets_shows_a_text_bar(samples_wh, tmp_path, monkeypatch):
+    """warehouse.export() in Jupyter without ipywidgets raised DuckDB's InvalidInputException (its own
+    progress bar, which the export turned on to read its progress, wants the widgets in a kernel)."""
+    script = tmp_path / "export.py"
+    script.write_text(EXPORT_WITHOUT_WIDGETS)
+    nb = run_in_kernel(script, samples_wh.root, tmp_path, monkeypatch)
+    assert last_json(nb) == {"written": samples_wh.one("SELECT count(*) FROM responses")}
+    stderr = "".join(o["text"] for c in nb.cells for o in c.get("outputs", []) if o.get("name") == "stderr")
+    assert "export jsonl: 100%" in stderr  # tqdm.auto's text bar, which Jupyter redraws in place
+    assert (tmp_path / "all.jsonl").read_text().count("\n") == last_json(nb)["written"]
