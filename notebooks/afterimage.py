@@ -36,13 +36,14 @@ grades = wh.sql("""
 show(grades.group_by("overall_grade", "grade_rank").len().sort("grade_rank"), "overall grades")
 
 # %%
-personas = by_persona["persona"].to_list()
-names = [label(p) for p in personas]  # whole words, on two lines at most
+personas = by_persona["persona"].to_list()  # None: the rows that name no persona, a box of their own
+names = [label(p) if p is not None else "(no persona)" for p in personas]  # whole words, on two lines at most
 criteria = sorted(c for c in scores["criterion"].unique().to_list() if c != "final_score")
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(16, 1.5 + 0.6 * len(personas)),
                                gridspec_kw={"width_ratios": [1, 1.3], "wspace": 0.45})
 final = scores.filter(pl.col("criterion") == "final_score")
-ax1.boxplot([final.filter(pl.col("persona") == p)["score"].to_list() for p in personas], orientation="horizontal")
+# eq_missing: None matches the rows with no persona (== None matches no row at all)
+ax1.boxplot([final.filter(pl.col("persona").eq_missing(p))["score"].to_list() for p in personas], orientation="horizontal")
 ax1.set_yticks(range(1, len(personas) + 1), names, fontsize=8)
 ax1.set_xlabel("final score (0-1)")
 ax1.set_title("final score by persona")

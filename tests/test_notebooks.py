@@ -171,3 +171,35 @@ def test_export_in_a_kernel_without_ipywidgets_shows_a_text_bar(samples_wh, tmp_
     stderr = "".join(o["text"] for c in nb.cells for o in c.get("outputs", []) if o.get("name") == "stderr")
     assert "export jsonl: 100%" in stderr  # tqdm.auto's text bar, which Jupyter redraws in place
     assert (tmp_path / "all.jsonl").read_text().count("\n") == last_json(nb)["written"]
+
+
+NO_PERSONA_BOX = """
+import json, math
+at = personas.index(None) + 1  # the box of the rows with no persona (boxes sit at 1, 2, ...)
+medians = [line.get_xdata()[0] for line in ax1.lines if len(line.get_xdata()) == 2
+           and line.get_xdata()[0] == line.get_xdata()[1] and sorted(line.get_ydata()) == [at - 0.25, at + 0.25]]
+print(json.dumps({"medians": [None if math.isnan(m) else float(m) for m in medians],
+                  "label": ax1.get_yticklabels()[at - 1].get_text()}))
+"""
+
+
+@pytest.fixture(scope="module")
+def no_persona_root(tmp_path_factory):
+    """The AfterImage samples and two graded conversations that name no persona."""
+    src = tmp_path_factory.mktemp("no-persona")
+    rows = [{"conversations": [{"role": "user", "content": f"Question {i}?"}, {"role": "assistant", "content": "Answer."}],
+             "evaluation": {c: {"score": score, "feedback": "ok"} for c in ("coherence", "factuality", "grounding")}
+             | {"overall_grade": "poor"}, "final_score": score}
+            for i, score in enumerate((0.2, 0.4))]
+    write_text(src / "extra" / "conversations_20260102_000000.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    w = Warehouse(tmp_path_factory.mktemp("no-persona-wh") / "wh")
+    w.ingest(REPO / "samples" / "afterimage", src / "extra")
+    assert w.one("SELECT count(*) FROM responses WHERE source_format = 'afterimage' AND persona IS NULL") == 2
+    return w.root
+
+
+@pytest.mark.slow
+def test_rows_with_no_persona_get_their_box(no_persona_root, tmp_path, monkeypatch):
+    """The boxplot filtered with ``persona == None``, which is never true: the rows with no persona had an empty box."""
+    nb = run_in_kernel(REPO / "notebooks" / "afterimage.py", no_persona_root, tmp_path, monkeypatch, NO_PERSONA_BOX)
+    assert last_json(nb) == {"medians": [pytest.approx(0.3)], "label": "(no persona)"}
