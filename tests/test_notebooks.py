@@ -26,6 +26,19 @@ def sample_root(samples_wh):
     return samples_wh.root
 
 
+def test_the_notebooks_jupytext_makes_are_not_committed():
+    """README says to open a notebook with ``jupytext --to notebook notebooks/steering.py``, which writes
+    notebooks/steering.ipynb beside the script: git must not offer it for a commit."""
+    import shutil
+
+    if shutil.which("git") is None or subprocess.run(["git", "-C", str(REPO), "rev-parse"], capture_output=True).returncode:
+        pytest.skip("not a git checkout (an sdist or an installed copy): .gitignore is git's")
+    for notebook in NOTEBOOKS:
+        made = notebook.with_suffix(".ipynb").relative_to(REPO)
+        ignored = subprocess.run(["git", "-C", str(REPO), "check-ignore", "--no-index", "-q", str(made)])
+        assert ignored.returncode == 0, f"{made} is not in .gitignore"
+
+
 def test_every_notebook_is_listed():
     assert {p.name for p in NOTEBOOKS} == set(FIGURES)
 
