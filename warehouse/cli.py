@@ -18,7 +18,6 @@ imported inside ``main``, where a Ctrl-C is caught like anywhere else.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -137,27 +136,27 @@ def _storage_option(p, what: str = "an s3:// --root") -> None:
                         "overrides the AWS_* environment; see docs/storage.md)")
 
 
-class _Command(argparse.ArgumentParser):
-    """The parser of one command. An unknown option is reported with this command's usage (argparse
-    hands a command's leftovers to the top level, whose usage names none of its options); an epilog
-    given as a function is made only when the help is shown."""
-
-    def parse_known_args(self, args=None, namespace=None):
-        namespace, extras = super().parse_known_args(args, namespace)
-        if extras:
-            self.error(f"unrecognized arguments: {' '.join(extras)}")
-        return namespace, extras
-
-    def format_help(self) -> str:
-        if callable(self.epilog):
-            self.epilog = self.epilog()
-        return super().format_help()
-
-
 def build_parser(format_names: bool = True):
     """The command line. ``format_names=False`` leaves the format names out of ``ingest --help``,
     so commands other than ingest start without reading the installed packages' metadata."""
+    import argparse  # here, not at the top: a Ctrl-C while it loads is caught by main
     import textwrap
+
+    class Command(argparse.ArgumentParser):
+        """The parser of one command. An unknown option is reported with this command's usage (argparse
+        hands a command's leftovers to the top level, whose usage names none of its options); an epilog
+        given as a function is made only when the help is shown."""
+
+        def parse_known_args(self, args=None, namespace=None):
+            namespace, extras = super().parse_known_args(args, namespace)
+            if extras:
+                self.error(f"unrecognized arguments: {' '.join(extras)}")
+            return namespace, extras
+
+        def format_help(self) -> str:
+            if callable(self.epilog):
+                self.epilog = self.epilog()
+            return super().format_help()
 
     parser = argparse.ArgumentParser(
         prog="warehouse",
@@ -166,7 +165,7 @@ def build_parser(format_names: bool = True):
         epilog=MAIN_EXAMPLES,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Command)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=Command)
 
     p = sub.add_parser(
         "ingest",
