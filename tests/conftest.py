@@ -21,6 +21,33 @@ import warehouse
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+def terminal(columns: int = 80) -> tuple[int, int]:
+    """A pseudo-terminal of ``columns`` columns: (master, slave) file descriptors."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    return master, slave
+
+
+def read_terminal(master: int) -> bytes:
+    """All a process wrote to the pseudo-terminal ``master`` until it closed it; ``master`` is closed."""
+    shown = b""
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the process closed the terminal
+            break
+        if not data:
+            break
+        shown += data
+    os.close(master)
+    return shown
+
+
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
 GOLDEN = REPO / "tests" / "golden"

@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import csv
 import decimal
-import fcntl
 import io
 import json
 import os
-import pty
 import shutil
-import struct
 import subprocess
-import termios
 
 import duckdb
 import pytest
@@ -21,6 +17,8 @@ from wcwidth import wcswidth
 
 import warehouse
 from warehouse.cli import main
+
+from .conftest import read_terminal, terminal
 
 #: one value per DuckDB type, at its edges (extremes, NaN, infinities, NULLs inside nested values)
 SAMPLES = {
@@ -203,21 +201,11 @@ def test_an_empty_result(samples_wh, capsys, fmt, empty):
 
 def in_terminal(args: list[str], columns: int = 80) -> str:
     """What ``warehouse`` prints on a terminal of ``columns`` columns (stdout a pseudo-terminal)."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    master, slave = terminal(columns)
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     proc = subprocess.Popen([shutil.which("warehouse"), *args], stdout=slave, stderr=subprocess.PIPE, env=env)
     os.close(slave)
-    shown = b""
-    while True:
-        try:
-            data = os.read(master, 65536)
-        except OSError:  # EIO: the process closed the terminal
-            break
-        if not data:
-            break
-        shown += data
-    os.close(master)
+    shown = read_terminal(master)
     with proc.stderr:
         err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 0, err

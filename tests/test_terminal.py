@@ -7,17 +7,13 @@ writes there appears), so no test races the machine's speed; the time bounds are
 
 from __future__ import annotations
 
-import fcntl
 import io
 import os
-import pty
 import re
 import shutil
 import signal
-import struct
 import subprocess
 import sys
-import termios
 import time
 import tomllib
 import types
@@ -27,7 +23,7 @@ import pytest
 
 import warehouse
 
-from .conftest import FIXTURES, REPO
+from .conftest import FIXTURES, REPO, read_terminal, terminal
 
 #: a query that runs for minutes unless stopped (10^12 rows of a cross join)
 ENDLESS = "SELECT sum(a.range * b.range) FROM range(1000000) AS a, range(1000000) AS b"
@@ -198,20 +194,10 @@ ETA = re.compile(r"\[\d\d:\d\d<\d\d:\d\d")
 
 def run_in_terminal(args: list[str]) -> tuple[int, str, str]:
     """The CLI with stderr on a pseudo-terminal (80 columns): what a terminal shows, and stdout."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    master, slave = terminal(80)
     proc = subprocess.Popen([sys.executable, "-c", SHOW_AT_ONCE, *args], stdout=subprocess.PIPE, stderr=slave)
     os.close(slave)
-    shown = b""
-    while True:
-        try:
-            data = os.read(master, 65536)
-        except OSError:  # EIO: the process closed the terminal
-            break
-        if not data:
-            break
-        shown += data
-    os.close(master)
+    shown = read_terminal(master)
     with proc.stdout:
         out = proc.stdout.read().decode()
     return proc.wait(timeout=STOP_S), shown.decode(), out
