@@ -81,3 +81,109 @@ def test_the_api_sandbox_holds_even_if_the_check_let_something_through(samples_w
     # the sandbox is the filtered reads' own database: SQL the caller writes runs as before
     assert wh.sql(f"SELECT content FROM read_text('{secret}')").fetchall() == [("hunter2\n",)]
     assert wh.read("responses").height == samples_wh.one("SELECT count(*) FROM responses")
+
+
+# --- 3. the lock is never a link, nor anything but a regular file ------------------------------------------
+
+SAMPLE = REPO / "samples" / "afterimage"
+
+
+@pytest.fixture
+def root(tmp_path):
+    """A warehouse with one ingest in it."""
+    r = run("ingest", str(SAMPLE), "--root", str(tmp_path / "wh"), "--quiet")
+    assert r.returncode == 0, r.stderr
+    return tmp_path / "wh"
+
+
+@pytest.mark.parametrize("command", ["ingest", "compact"])
+def test_a_link_planted_at_the_lock_is_never_followed(root, tmp_path, command):
+    victim, nowhere = tmp_path / "victim.txt", tmp_path / "created-by-the-warehouse"
+    victim.write_text("precious")
+    lock = root / ".warehouse" / "lock"
+    args = ["ingest", str(REPO / "samples" / "scale"), "--root", str(root)] if command == "ingest" else \
+        ["compact", "--root", str(root)]
+    for target in (victim, nowhere):  # a link to a file, and a dangling one
+        lock.unlink()
+        lock.symlink_to(target)
+        r = run(*args)
+        assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
+        assert f"error: {lock}: is a symbolic link" in r.stderr and "remove it" in r.stderr
+        assert victim.read_text() == "precious" and not nowhere.exists() and lock.is_symlink()
+    lock.unlink()
+    os.mkfifo(lock)
+    r = run(*args)
+    assert r.returncode == 1 and f"error: {lock}: is not a regular file" in r.stderr, r.stderr
+    lock.unlink()
+    assert run(*args).returncode == 0  # the lock removed, as the message says: the command runs
+
+
+def test_a_link_planted_at_the_state_folder_or_a_snapshot_temporary_is_never_followed(root, tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    state = root / ".warehouse"
+    # the next snapshot's temporary name (this process's pid: the ingest below runs here)
+    (state / "snapshots" / f".2.json.{os.getpid()}.tmp").symlink_to(victim)
+    assert warehouse.ingest([str(REPO / "samples" / "scale")], str(root), progress=False).committed
+    assert victim.read_text() == "precious" and (state / "snapshots" / "2.json").is_file()
+    moved = tmp_path / "elsewhere"
+    state.rename(moved)
+    state.symlink_to(moved)
+    r = run("ingest", str(REPO / "samples" / "dataloop"), "--root", str(root))
+    assert r.returncode == 1 and f"error: {state}: is a symbolic link" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+# --- 16. a lock file deleted under a running writer --------------------------------------------------------
+
+
+@pytest.mark.parametrize("when", ["before the commit", "before the snapshot"])
+def test_a_lock_file_deleted_under_a_running_ingest_stops_it_before_it_commits(root, monkeypatch, when):
+    """Someone deletes .warehouse/lock while an ingest runs, and a second ingest (which then finds no lock)
+    commits. The first must not commit over it, nor repair it away, and must say so truly."""
+    from warehouse import commit
+    from warehouse.errors import LockedError
+
+    first, second = REPO / "samples" / "scale", REPO / "samples" / "dataloop"
+    before = warehouse.history(root)
+    lock = root / ".warehouse" / "lock"
+
+    def second_writer():
+        lock.unlink()
+        r = run("ingest", str(second), "--root", str(root), "--quiet")
+        assert r.returncode == 0, r.stderr
+
+    if when == "before the commit":
+        original = commit.commit_plan
+
+        def commit_plan(*args):
+            second_writer()
+            return original(*args)
+        monkeypatch.setattr(commit, "commit_plan", commit_plan)
+    else:  # the lock check of the last step passed just before the file went: the snapshot's create finds out
+        from warehouse.storage import Store
+
+        original = Store.write_snapshot
+
+        def write_snapshot(self, record):
+            second_writer()
+            return original(self, record)
+        monkeypatch.setattr(Store, "write_snapshot", write_snapshot)
+    with pytest.raises(LockedError) as e:
+        warehouse.ingest([str(first)], str(root), progress=False)
+    message = str(e.value)
+    assert "\n" not in message and ".tmp" not in message and "as it was before" not in message
+    assert ("was deleted or replaced while this run held it" in message if when == "before the commit"
+            else "snapshot 2 was committed by another writer" in message), message
+    assert "nothing of it" in message and "run again" in message
+    monkeypatch.undo()
+    # the second writer's snapshot stands, readable, with its rows and none of the first's
+    after = warehouse.history(root)
+    assert len(after) == len(before) + 1
+    formats = {r[0] for r in warehouse.sql(root, "SELECT DISTINCT source_format FROM responses").fetchall()}
+    assert "dataloop" in formats and "scale" not in formats
+    # and the first, run again, lands beside it
+    r = run("ingest", str(first), "--root", str(root), "--quiet")
+    assert r.returncode == 0, r.stderr
+    formats = {r[0] for r in warehouse.sql(root, "SELECT DISTINCT source_format FROM responses").fetchall()}
+    assert {"dataloop", "scale", "afterimage"} <= formats
+

@@ -24,6 +24,7 @@ import errno
 import os
 import re
 import secrets
+import stat
 import sys
 import time
 from contextlib import contextmanager
@@ -162,8 +163,12 @@ class Store:
 
     def write_snapshot(self, record: SnapshotRecord) -> None:
         """Commit ``record`` as snapshot ``record.number``: the warehouse's commit point."""
-        create_if_absent(self.state_dir / SNAPSHOTS / f"{record.number}.json",
-                         orjson.dumps(record.to_json(), option=orjson.OPT_INDENT_2))
+        not_a_link(self.state_dir)
+        try:
+            create_if_absent(self.state_dir / SNAPSHOTS / f"{record.number}.json",
+                             orjson.dumps(record.to_json(), option=orjson.OPT_INDENT_2))
+        except FileExistsError:
+            raise _committed_meanwhile(self, record.number) from None
 
     # --- tables ------------------------------------------------------------
 
@@ -209,7 +214,8 @@ class Store:
             self.root.mkdir(parents=True, exist_ok=True)  # (an error here names the root, not its state folder)
             try:
                 path.parent.mkdir(exist_ok=True)
-                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+                not_a_link(path.parent)
+                fd = _open_regular(path, os.O_RDWR | os.O_CREAT)
             except FileNotFoundError:  # the root was removed (forget) since mkdir: make it again
                 continue
             try:
@@ -225,20 +231,41 @@ class Store:
             if (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino):
                 break
             os.close(fd)
+        self._held = (held.st_dev, held.st_ino)
         try:
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"pid {os.getpid()} since {time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
             yield
         finally:
+            self._held = None
             try:
                 os.ftruncate(fd, 0)
             except OSError:
                 pass
             os.close(fd)  # closing releases the flock
 
+    #: (st_dev, st_ino) of the lock file this process holds, while it holds it
+    _held: tuple[int, int] | None = None
+
+    def _lock_is_ours(self) -> bool:
+        try:
+            now = os.stat(self.lock_path, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        return (now.st_dev, now.st_ino) == self._held
+
     def check_lock(self) -> None:
-        """Before each commit step: raise LeaseLost if this run no longer holds the lock. A local
-        lock (flock) is held until the process ends; a remote root's lease can be lost (``Lease``)."""
+        """Before each commit step: raise LeaseLost if this run no longer holds the lock. The flock is
+        held until the process ends, but on the file: one deleted or replaced at ``.warehouse/lock`` (by
+        hand) lets a second writer take a new one meanwhile, so the run stops before its next commit
+        step rather than commit over it. A remote root's lease can be lost too (``Lease``)."""
+        if self._held is not None and not self._lock_is_ours():
+            raise LeaseLost(
+                f"{self.root}: the lock file {self.lock_path} was deleted or replaced while this run held it, so "
+                "another writer may have started meanwhile: this run stopped before its next commit step, and "
+                "nothing of it was committed (the next run repairs the tables); run again, and never delete "
+                "the lock file while a writer runs"
+            )
 
     def _flock(self, fd: int, path: Path, wait: bool, announce) -> None:
         import fcntl  # POSIX only: imported here so reading a warehouse works where there is no fcntl (Windows)
@@ -279,7 +306,8 @@ class Store:
         folders this run created, from the root up to ``created``, as long as nothing else is in them."""
         if self.exists() or self.legacy():
             return
-        self.lock_path.unlink(missing_ok=True)
+        if self._held is None or self._lock_is_ours():  # never the lock file of a writer that came in meanwhile
+            self.lock_path.unlink(missing_ok=True)
         _rmdir_if_empty(self.state_dir / SNAPSHOTS)
         _rmdir_if_empty(self.state_dir)
         if created is None:
@@ -297,8 +325,10 @@ def create_if_absent(path: Path, data: bytes) -> None:
     and never replaces another (on object storage this is a conditional put).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
+    not_a_link(path.parent)
     tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
-    with open(tmp, "wb") as f:
+    tmp.unlink(missing_ok=True)  # a stale one of a dead run with this pid, or a link planted there (never followed)
+    with open(_open_regular(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL), "wb") as f:
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
@@ -307,6 +337,50 @@ def create_if_absent(path: Path, data: bytes) -> None:
     finally:
         tmp.unlink(missing_ok=True)
     fsync(path.parent)
+
+
+def not_a_link(path: Path) -> None:
+    """StorageError when ``path`` (a folder of the warehouse's own state) is a symbolic link: what the
+    warehouse writes there would land wherever it points."""
+    if os.path.islink(path):
+        raise _a_link(path)
+
+
+def _a_link(path: Path) -> StorageError:
+    try:
+        target = f" (to {os.readlink(path)})"
+    except OSError:
+        target = ""
+    return StorageError(f"{path}: is a symbolic link{target}; the warehouse never follows one in its own files "
+                        f"(it could point anywhere): remove it (rm {path}) and run again")
+
+
+def _open_regular(path: Path, flags: int) -> int:
+    """A file of the warehouse's own state opened without following a link at its name, refused when it
+    is not a regular file (a FIFO, a device): a link planted there (to a victim, or dangling) would have
+    the run truncate or create a file anywhere."""
+    try:
+        fd = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0), 0o644)
+    except OSError as e:
+        if e.errno == errno.ELOOP or os.path.islink(path):
+            raise _a_link(path) from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise StorageError(f"{path}: is not a regular file (a FIFO, socket or device?); remove it (rm {path}) "
+                           "and run again")
+    os.set_blocking(fd, True)
+    return fd
+
+
+def _committed_meanwhile(store: "Store", number: int) -> "LeaseLost":
+    """Snapshot ``number`` exists already: another writer committed it while this run held the lock (which
+    only a lock file deleted by hand, or a lease taken over, allows). The tables are that writer's now: no repair."""
+    return LeaseLost(
+        f"{store.root}: snapshot {number} was committed by another writer while this run held the lock (was "
+        f"{store.lock_path} deleted?); this run's snapshot was not written and nothing of it is in the warehouse "
+        "(the next run repairs the tables): run again"
+    )
 
 
 def snapshot_files(root: str | os.PathLike, *, as_of: int | None = None) -> dict[str, list[str]]:
@@ -353,8 +427,9 @@ def _now() -> float:
 
 
 class LeaseLost(LockedError):
-    """This run's lease on a remote root was taken over (it was not renewed in time): the run stops
-    before its next commit step, and the new holder repairs what it had committed."""
+    """This run no longer holds the root: its lease on a remote root was taken over (it was not renewed in
+    time), or a local lock file was deleted or replaced under it. The run stops before its next commit
+    step, and repairs nothing (the root may be another writer's now: the next run repairs)."""
 
 
 class Lease:
@@ -536,8 +611,11 @@ class RemoteStore(Store):
         return data
 
     def write_snapshot(self, record: SnapshotRecord) -> None:
-        remote.create_object(self.state_dir / SNAPSHOTS / f"{record.number}.json",
-                             orjson.dumps(record.to_json(), option=orjson.OPT_INDENT_2))
+        try:
+            remote.create_object(self.state_dir / SNAPSHOTS / f"{record.number}.json",
+                                 orjson.dumps(record.to_json(), option=orjson.OPT_INDENT_2))
+        except FileExistsError:
+            raise _committed_meanwhile(self, record.number) from None
 
     # --- tables ------------------------------------------------------------
 
