@@ -83,6 +83,45 @@ def test_the_api_sandbox_holds_even_if_the_check_let_something_through(samples_w
     assert wh.read("responses").height == samples_wh.one("SELECT count(*) FROM responses")
 
 
+# --- 1. compact deletes nothing outside the table folders -------------------------------------------------
+
+
+def _old_files(folder) -> list:
+    """Files a vacuum would take for its own: unreferenced, and far older than any retention."""
+    (folder / "sub").mkdir(parents=True)
+    files = [folder / "notes.txt", folder / "sub" / "deep.parquet", folder / "20200101T000000000Z-dead-b00001.parquet"]
+    for f in files:
+        f.write_text("precious")
+        os.utime(f, (1_577_836_800, 1_577_836_800))  # 2020-01-01
+    return files
+
+
+def test_compact_follows_no_link_out_of_a_table_folder(tmp_path):
+    wh = tmp_path / "wh"
+    assert run("ingest", str(REPO / "samples"), "--root", str(wh), "--quiet").returncode == 0
+    assert run("ingest", str(REPO / "samples" / "scale"), "--root", str(wh), "--quiet").returncode == 0
+    data, elsewhere, alone = tmp_path / "data", tmp_path / "elsewhere", tmp_path / "alone.parquet"
+    kept = _old_files(data)
+    alone.write_text("precious")
+    os.utime(alone, (1_577_836_800, 1_577_836_800))
+    (wh / "responses" / "link").symlink_to(data)                         # ln -s ~/data ROOT/responses/link
+    (wh / "turns" / "part-00002.parquet").symlink_to(alone)  # a link named like a data file
+    (wh / "evaluations").rename(elsewhere)                               # a table folder that is itself a link
+    (wh / "evaluations").symlink_to(elsewhere)
+    kept += _old_files(elsewhere / "stray")
+    stray = wh / "annotations" / "20200101T000000000Z-dead-b00003.parquet"  # a file of a dead run, inside: vacuumed
+    stray.write_text("old")
+    os.utime(stray, (1_577_836_800, 1_577_836_800))
+    r = run("compact", "--root", str(wh), "--retention-hours", "0")
+    assert r.returncode == 0, r.stderr
+    assert all(f.read_text() == "precious" for f in kept) and alone.read_text() == "precious"
+    assert (wh / "responses" / "link").is_symlink() and (wh / "turns" / "part-00002.parquet").is_symlink()
+    assert not stray.exists()
+    assert "3 symbolic links in table folders left alone" in r.stderr and "responses/link" in r.stderr, r.stderr
+    # the warehouse reads as before
+    assert warehouse.sql(str(wh), "SELECT count(*) FROM responses").fetchall()[0][0] > 0
+
+
 # --- 3. the lock is never a link, nor anything but a regular file ------------------------------------------
 
 SAMPLE = REPO / "samples" / "afterimage"
