@@ -122,6 +122,50 @@ def test_compact_follows_no_link_out_of_a_table_folder(tmp_path):
     assert warehouse.sql(str(wh), "SELECT count(*) FROM responses").fetchall()[0][0] > 0
 
 
+# --- 5. a link out of an input tree: its records are read, its bytes are never kept in quarantine -----------
+
+
+def test_no_byte_of_a_file_outside_the_tree_lands_in_quarantine_but_linked_data_is_ingested(tmp_path):
+    home, data, scratch = tmp_path / "home", tmp_path / "data", tmp_path / "scratch"
+    (home / ".aws").mkdir(parents=True)
+    (home / ".aws" / "credentials").write_text("[default]\naws_secret_access_key = SECRETSECRET\n")
+    (home / "notes.json").write_text('not json SECRET2')
+    (data / "items").mkdir(parents=True)
+    (data / "items" / "config.json").symlink_to(home / ".aws" / "credentials")  # planted by someone with write access
+    claimed = data / "experiments" / "x" / "inference" / "instruct" / "responses" / "p.json"  # a layout a format claims
+    claimed.parent.mkdir(parents=True)
+    claimed.symlink_to(home / "notes.json")
+    # the user's own scratch storage, linked in: its records are the user's data
+    responses = scratch / "extraction" / "chirp" / "refusal_v2" / "responses"
+    responses.mkdir(parents=True)
+    good = (REPO / "samples" / "experiments" / "demo" / "extraction" / "chirp" / "refusal_v2" / "responses" / "pos.json")
+    (responses / "pos.json").write_text(good.read_text().rstrip()[:-1] + ', "a bad record"]')
+    (data / "experiments" / "demo").symlink_to(scratch)
+    # a link inside the tree is the tree's own: its bytes are kept as any file's
+    (data / "mine").mkdir()
+    (data / "mine" / "odd.json").write_text('{"inside": "kept"}')
+    (data / "alias.json").symlink_to(data / "mine" / "odd.json")
+
+    wh = tmp_path / "wh"
+    r = run("ingest", str(data), "--root", str(wh))
+    assert r.returncode == 0, r.stderr
+    rows = warehouse.sql(str(wh), "SELECT source_path, stage, error, raw FROM quarantine ORDER BY 1").fetchall()
+    everything = repr(warehouse.sql(str(wh), "SELECT * FROM quarantine").fetchall())
+    assert "SECRET" not in everything
+    outside = {p: (stage, error, raw) for p, stage, error, raw in rows if "/items/" in p or "/experiments/" in p}
+    linked = data / "experiments" / "demo" / responses.relative_to(scratch) / "pos.json"
+    assert set(outside) == {str(data / "items" / "config.json"), str(claimed), str(linked)}
+    for stage, error, raw in outside.values():
+        assert raw is None and f"not kept: the file lies outside {data}" in error, error
+    assert outside[str(data / "items" / "config.json")][0] == "detect"
+    # the scratch data is ingested under its linked path (never resolved), with its path-derived fields
+    got = warehouse.sql(str(wh), "SELECT source_path, experiment, response FROM responses ORDER BY 1, 3").fetchall()
+    assert [(e, t) for _, e, t in got] == [("demo", "I can't help with that."), ("demo", "I won't do that.")]
+    assert all(p.startswith(str(data / "experiments" / "demo")) for p, _, _ in got)
+    inside = [raw for p, _, _, raw in rows if p == str(data / "mine" / "odd.json") or p == str(data / "alias.json")]
+    assert inside == ['{"inside": "kept"}']
+
+
 # --- 3. the lock is never a link, nor anything but a regular file ------------------------------------------
 
 SAMPLE = REPO / "samples" / "afterimage"
