@@ -251,6 +251,32 @@ def test_a_wrong_secret_and_a_missing_bucket_for_a_remote_root_are_one_line(s3, 
         "error: s3://no-such-bucket-here/wh/.warehouse/lock: no such bucket 'no-such-bucket-here'")
 
 
+@pytest.mark.parametrize("case", ["endpoint userinfo", "plain http", "storage option", "signed url", "url userinfo",
+                                  "root userinfo"])
+def test_no_secret_from_any_source_is_printed(s3, tmp_path, case):
+    """A password in the endpoint's userinfo (environment or --storage-option, percent-encoded or not), a
+    signed URL's signature, keys written into an s3:// URL: none of it in any line the user sees."""
+    unreachable = "http://user:hunter2%40xy@127.0.0.1:9"  # nothing listens on port 9: refused at once
+    env, args = _env(s3, AWS_ENDPOINT_URL=unreachable), ["ingest", "s3://b/x", "--root", str(tmp_path / "wh")]
+    if case == "plain http":
+        del env["AWS_ALLOW_HTTP"]
+    elif case == "storage option":
+        env = _env(s3)
+        args = ["sql", "--root", "s3://b/wh", "SELECT 1", "--storage-option", f"aws_endpoint_url={unreachable}"]
+    elif case == "signed url":
+        args[1] = "https://h.example/x.json?X-Amz-Credential=AKID%2Fx&X-Amz-Signature=hunter2%40xy"
+    elif case == "url userinfo":
+        env, args[1] = _env(s3), "s3://AKIDX:hunter2%40xy@b/x"
+    elif case == "root userinfo":
+        env, args = _env(s3), ["sql", "--root", "s3://AKIDX:hunter2%40xy@b/wh", "SELECT 1"]
+    r = _cli(args, env)
+    line = _one_line(r.stderr)
+    assert r.returncode in (1, 2) and line.startswith("error: "), r.stderr
+    assert "hunter2" not in r.stderr + r.stdout and "@xy" not in r.stderr, r.stderr
+    assert "***" in line or case == "plain http" and "http://user:***@127.0.0.1:9" in line, line
+    assert s3.secret not in r.stderr
+
+
 def _limited_keys(s3, bucket: str, denied: str) -> dict:
     """Keys of a user who may do anything but put objects matching ``denied`` (an IAM Deny, as a bucket
     policy refusing writes would): a store that refuses a write midway through a run."""

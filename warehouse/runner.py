@@ -97,7 +97,7 @@ def ingest(
     for p in paths:
         if p not in existing and not prune:
             what = "no object at or under it" if remote.is_url(p) else "no such file or directory"
-            raise UsageError(f"{p}: {what} (if it was ingested and is gone, --prune removes its rows)")
+            raise UsageError(f"{remote.redact(p)}: {what} (if it was ingested and is gone, --prune removes its rows)")
     store = Store(root)
     if "%" in str(store.root):
         raise UsageError(f"--root {root}: a path with '%' in it, which deltalake reads as an escape; choose another --root")
