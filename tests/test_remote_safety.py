@@ -14,6 +14,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 
 import orjson
 import pytest
@@ -94,6 +95,47 @@ def test_a_renewal_past_the_expiry_keeps_the_lease_only_if_nobody_took_it(s3, bu
     assert late.lost is None
     assert not Lease(url, "wh").take(lapsed)
     assert Lease(url, "wh").try_take()["holder"] == late.me["holder"]  # renewed: not expired
+
+
+def test_a_lease_expiring_decades_ahead_is_shown_and_taken_over_once_nobody_renews_it(s3, bucket, monkeypatch):
+    """A writer whose clock is decades fast wrote its lease (or someone wrote one by hand): the holder and
+    the expiry are shown, and once the lease has not changed for a whole lease period it is taken over,
+    while a live writer, renewing however wrong its clock, keeps it."""
+    clock = [1_800_000_000.0]
+    monkeypatch.setattr(storage, "_now", lambda: clock[0])
+    root = f"s3://{bucket}/wh"
+    url = Store(root).lock_path
+    decades = clock[0] + 30 * 365 * 86400
+    year = f"expires {time.strftime('%Y', time.gmtime(decades))}-"
+
+    def write(body: dict, e_tag: str | None = None) -> None:
+        data = orjson.dumps({"holder": "pid 7 on fast-clock", "token": "t", **body})
+        remote.replace_object(url, data, e_tag) if e_tag else remote.create_object(url, data)
+
+    write({"expires": decades})
+    with pytest.raises(LockedError) as e:
+        with Store(root).lock(wait=False):
+            pass
+    message = str(e.value)
+    assert "pid 7 on fast-clock" in message and year in message and "\n" not in message, message
+    assert f"aws s3 rm {url}" in message and "clock" in message, message
+    waiter = Lease(url, root)
+    assert waiter.try_take()["holder"] == "pid 7 on fast-clock"
+    for _ in range(3):  # a live writer with the same wrong clock renews: never taken, however long we wait
+        clock[0] += storage.LEASE_SECONDS / 2
+        write({"expires": decades + clock[0]}, remote.read_versioned(url)[1])
+        assert waiter.try_take() is not None
+    clock[0] += storage.LEASE_SECONDS + 1  # nobody renewed it for a whole lease period: its writer is gone
+    assert waiter.try_take() is None
+    assert orjson.loads(remote.read_versioned(url)[0])["token"] == waiter.me["token"]
+    waiter.release()
+    # a waiting writer (not --no-wait) gets there by itself: the sleep between looks moves the clock
+    write({"expires": decades}, remote.read_versioned(url)[1])
+    monkeypatch.setattr(storage.time, "sleep", lambda seconds: clock.__setitem__(0, clock[0] + seconds))
+    said = []
+    with Store(root).lock(announce=said.append):
+        pass
+    assert len(said) == 1 and "pid 7 on fast-clock" in said[0] and year in said[0], said
 
 
 def test_a_run_whose_lease_was_taken_over_refuses_to_commit_and_the_new_holder_repairs(

@@ -440,7 +440,9 @@ class Lease:
 
     * taking it: create the object if there is none (``If-None-Match: *``), else replace a
       released or expired lease only if it is still the version read (``If-Match: <ETag>``);
-      of two takers of one stale lease exactly one succeeds;
+      of two takers of one stale lease exactly one succeeds. Expired: past its expiry, or seen
+      unchanged for longer than ``LEASE_SECONDS`` by the taker's clock (``_unrenewed``: an
+      expiry decades ahead, from a writer with a wrong clock, must not hold the root for ever);
     * renewing (a thread, every third of ``LEASE_SECONDS``, and before each commit step:
       ``check``): replace it only if it is still the version this run last wrote;
     * releasing: replace it with a released lease, on the same condition. The object stays:
@@ -460,6 +462,8 @@ class Lease:
         self.e_tag: str | None = None
         self.lost: str | None = None  # who holds it now, once a renewal found it taken over
         self._mutex = threading.Lock()  # the renewing thread and check() take turns
+        #: another writer's lease as this one last read it (bytes and ETag), and since when it has not changed
+        self._watched: tuple[tuple[bytes, str | None], float] | None = None
 
     def _body(self, **extra) -> bytes:
         return orjson.dumps({**self.me, "expires": _now() + LEASE_SECONDS, **extra})
@@ -477,13 +481,24 @@ class Lease:
         if self._adopt(found):
             return None
         other = _parse_lease(found[0])
-        if other.get("released") or other.get("expires", 0) < _now():
-            # A released lease, or one past its expiry (its writer stopped renewing: it died). Take it over.
+        if other.get("released") or other.get("expires", 0) < _now() or self._unrenewed(found):
+            # A released lease, or one its writer stopped renewing (it died). Take it over.
             if self.take(found[1]):
                 return None
             found = remote.read_versioned(self.url)  # another taker won: say who holds it now
             other = _parse_lease(found[0]) if found else {}
         return other
+
+    def _unrenewed(self, found: tuple[bytes, str | None]) -> bool:
+        """The lease as read has not changed for longer than a lease lasts, by this writer's own clock.
+
+        A lease's expiry is the holder's clock's: a writer whose clock is decades fast writes a lease
+        that never expires by ours, and would block every writer for ever. A live holder renews every
+        third of ``LEASE_SECONDS``, whatever its clock, so a lease unchanged for longer is nobody's."""
+        now = _now()
+        if self._watched is None or self._watched[0] != found:
+            self._watched = (found, now)
+        return now - self._watched[1] > LEASE_SECONDS
 
     def take(self, e_tag: str | None) -> bool:
         """Replace the lease read as version ``e_tag`` with ours; False when it changed since."""
@@ -540,6 +555,31 @@ class Lease:
         with self._mutex:
             if self.lost is None:
                 self._replace(self._body(released=True, expires=0))
+
+
+def _holder(lease: dict) -> str:
+    """Who holds a lease and until when, as a message says it; an expiry further ahead than a lease
+    lasts is said to be wrong (the holder's clock, or a lease written by hand)."""
+    holder, expires = lease.get("holder", "another writer"), lease.get("expires", 0)
+    try:
+        when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(expires))
+    except (OverflowError, OSError, ValueError):
+        when = f"at {expires!r}"
+    ahead = expires - _now()
+    if ahead <= LEASE_SECONDS + LEASE_POLL_SECONDS:
+        return f"{holder}, lease expires {when}"
+    return (f"{holder}, lease expires {when}: {_span(ahead)} ahead, more than a lease lasts ({LEASE_SECONDS:g} s), so "
+            "the holder's clock is wrong or the lease was written by hand; it is taken over once it has not "
+            "changed for that long")
+
+
+def _span(seconds: float) -> str:
+    if seconds >= 1000 * 365 * 86400:
+        return "over 1,000 years"
+    for unit, size in (("years", 365 * 86400), ("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds >= 2 * size:
+            return f"{seconds / size:.0f} {unit}"
+    return f"{seconds:.0f} s"
 
 
 def _parse_lease(data: bytes) -> dict:
@@ -660,11 +700,12 @@ class RemoteStore(Store):
         lease = Lease(self.lock_path, str(self.root))
         announced = False
         while (other := lease.try_take()) is not None:
-            holder = other.get("holder", "another writer")
+            holder = _holder(other)
             if not wait:
                 raise LockedError(
-                    f"{self.root} is being written by {holder}; run again once it has finished, "
-                    "or without --no-wait to wait for it"
+                    f"{self.root} is being written by {holder}; run again once it has finished, or without "
+                    f"--no-wait to wait for it (a lease nobody renews is taken over after {LEASE_SECONDS:g} s; if "
+                    f"no writer runs, `aws s3 rm {self.lock_path}` clears it)"
                 )
             if announce and not announced:
                 announce(f"waiting for the ingest holding {self.lock_path} ({holder}) to finish...")
