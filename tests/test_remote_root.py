@@ -42,6 +42,19 @@ def test_samples_from_a_bucket_into_a_bucket_give_the_tables_of_a_local_ingest(s
     assert orjson.loads(remote.read_object(store.lock_path))["released"]
 
 
+def test_a_root_inside_the_source_prefix_is_never_walked_as_a_source(s3, bucket):
+    """``ingest s3://b/data --root s3://b/data/wh``: the root's own objects (Delta logs, the lease, the
+    snapshots) are skipped as a local root inside its PATH is; the run after is a run with nothing new."""
+    prefix = f"s3://{bucket}/data"
+    upload(s3, SAMPLES / "afterimage", f"{prefix}/afterimage")
+    w = Warehouse(f"{prefix}/wh")
+    first = w.ingest(prefix)
+    again = w.ingest(prefix)
+    assert first.committed and not again.committed and again.files_seen == first.files_seen
+    assert w.one("SELECT count(*) FROM sources WHERE source_path LIKE ?", [f"{prefix}/wh/%"]) == 0
+    assert w.one("SELECT count(*) FROM quarantine") == first.records_quarantined == 0
+
+
 def test_a_changed_object_replaces_its_rows_in_a_remote_root_and_prune_drops_a_deleted_one(s3, bucket, tmp_path):
     prefix = f"s3://{bucket}/src"
     lines = (SAMPLES / "afterimage" / "conversations_20260112_101500.jsonl").read_bytes().splitlines(keepends=True)

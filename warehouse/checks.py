@@ -34,8 +34,8 @@ def local_path(path: str | os.PathLike, name: str) -> str:
     """A local path, never a URL (``export --out``: the export is written on this machine)."""
     text = os.fspath(path)
     if remote.is_url(text):
-        raise UsageError(f"{option(name)} {text}: a URL; {option(name)} is a local path (write it here, then copy "
-                         "it to the bucket)")
+        raise UsageError(f"{option(name)} {remote.redact(text)}: a URL; {option(name)} is a local path (write it "
+                         "here, then copy it to the bucket)")
     return os.fsdecode(text)
 
 
@@ -49,10 +49,11 @@ def root(path: str | os.PathLike, name: str = "root") -> str:
     if remote.is_url(text):
         scheme, bucket, _ = remote.split(text)
         if scheme not in ROOT_SCHEMES:
-            raise UsageError(f"{option(name)} {text}: a warehouse root may be a local directory or an s3:// URL, "
-                             f"not {text.partition('://')[0]}:// (docs/storage.md)")
+            raise UsageError(f"{option(name)} {remote.redact(text)}: a warehouse root may be a local directory or an "
+                             f"s3:// URL, not {text.partition('://')[0]}:// (docs/storage.md)")
         if not bucket:
             raise UsageError(f"{option(name)} {text}: no bucket named (expected s3://BUCKET/PREFIX)")
+        remote.no_credentials(text)
         return text
     return os.fsdecode(text)
 

@@ -430,7 +430,9 @@ def main(argv: list[str] | None = None) -> int:
         with SigintGuard():
             return COMMANDS[args.command](args)
     except WarehouseError as e:
-        print(f"error: {e}", file=sys.stderr)
+        from .remote import redact  # every message hides its secrets already; this line is the last look
+
+        print(f"error: {redact(str(e))}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt as e:  # the runner's Interrupted says what state it left; a plain one does not
         print(str(e) or interrupted(args), file=sys.stderr)

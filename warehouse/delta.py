@@ -11,6 +11,7 @@ root may later be a URL (``storage_options`` go straight to deltalake).
 from __future__ import annotations
 
 import os
+import stat
 import time
 from dataclasses import dataclass
 
@@ -174,6 +175,69 @@ def _add_new_columns(dt, arrow_schema, props) -> None:
     new = [f for f in Schema.from_arrow(arrow_schema).fields if f.name not in have]
     if new:
         dt.alter.add_columns(new, commit_properties=props)
+
+
+def vacuum(table, uri: str, *, retention_hours: int, keep_version: int, commit_properties) -> tuple[list[str], set[str]]:
+    """Delta ``vacuum`` (full: every file in the table's folder that no version kept references, replaced
+    or written more than ``retention_hours`` ago) that deletes nothing outside the folder: (the files
+    deleted, the symbolic links left alone, relative to the folder; "." for the folder itself).
+
+    deltalake's own vacuum follows symbolic links: a link in a table folder to ``~/data`` would have it
+    delete every old file there. Locally, deltalake only lists what it would delete, and each file is
+    deleted here, opened folder by folder from the table's without following a link (``O_NOFOLLOW``):
+    a link on the way, or at the file, is left alone and reported. A bucket has no links.
+    """
+    from . import remote
+
+    options = dict(retention_hours=retention_hours, enforce_retention_duration=False, full=True,
+                   keep_versions=[keep_version], commit_properties=commit_properties)
+    if remote.is_url(uri):
+        return table.vacuum(dry_run=False, **options), set()
+    deleted, links = [], set()
+    for rel in table.vacuum(dry_run=True, **options):
+        link = _delete_inside(uri, rel)
+        if link is None:
+            deleted.append(rel)
+        elif link:
+            links.add(link)
+    return deleted, links
+
+
+def _delete_inside(folder: str, rel: str) -> str | None:
+    """Delete the regular file ``folder/rel`` without following a link: None when deleted (or already
+    gone); else the link met on the way (relative to ``folder``), or "" for a path that leaves it."""
+    from urllib.parse import unquote
+
+    parts = unquote(rel).split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        return ""
+    nofollow = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(folder, nofollow)
+    except FileNotFoundError:
+        return None
+    except OSError:  # ELOOP / ENOTDIR: the table folder itself is a link (or no folder)
+        return "."
+    try:
+        for i, part in enumerate(parts[:-1]):
+            try:
+                below = os.open(part, nofollow, dir_fd=fd)
+            except FileNotFoundError:
+                return None
+            except OSError:
+                return "/".join(parts[:i + 1])
+            os.close(fd)
+            fd = below
+        try:
+            st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            return "/".join(parts)  # a link (or a FIFO, a socket) where a file was: not ours to remove
+        os.unlink(parts[-1], dir_fd=fd)  # (unlink never follows a link at the name itself)
+        return None
+    finally:
+        os.close(fd)
 
 
 def writer_properties():

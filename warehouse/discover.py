@@ -5,9 +5,10 @@ following symlinks, with each real directory visited once (symlink loops end
 there) and each file yielded once, however many paths lead to it (``ingest F F``,
 ``ingest dir dir/f.json``, a symlink to a file of the tree, a hard link): a source
 is a file, ingested once per run under the first path met. Hidden entries
-(``.git``, ``.cache``) and the warehouse root itself (however it is reached) are
-skipped. A directory or file that cannot be listed or stat'ed, or whose name is
-not valid UTF-8, is reported, not silently passed over.
+(``.git``, ``.cache``) and the warehouse root itself (however it is reached; on
+object storage, a root under a prefix given) are skipped. A directory or file that
+cannot be listed or stat'ed, or whose name is not valid UTF-8, is reported, not
+silently passed over.
 
 A URL (``s3://bucket/prefix``) is walked the same way through its listing
 (``remote.walk_objects``): objects in key order, hidden names below the prefix
@@ -52,20 +53,21 @@ def walk(
     paths: Iterable[str],
     *,
     suffixes: tuple[str, ...],
-    exclude: tuple[int, int] | None = None,
+    exclude: tuple[int, int] | str | None = None,
 ) -> Iterator[Found | Unreachable | LoopSkipped]:
     """Files under ``paths`` whose lower-case name ends with one of ``suffixes``.
 
     A path given explicitly is always yielded (whatever its suffix), so
     ``ingest notes.txt --format NAME`` reaches the ingestor. ``exclude`` is
-    the (st_dev, st_ino) of a directory never entered (the warehouse root).
+    the warehouse root, never entered: a local directory's (st_dev, st_ino), or
+    a URL (nothing under that prefix is listed as a source).
     """
     seen_dirs: set[tuple[int, int]] = set()
     seen_files: set[tuple[int, int]] = set()
     seen_urls: set[str] = set()
     for given in paths:
         if remote.is_url(given):
-            yield from _walk_url(remote.normpath(given), suffixes, seen_urls)
+            yield from _walk_url(remote.normpath(given), suffixes, seen_urls, exclude if isinstance(exclude, str) else None)
             continue
         path = os.path.abspath(given)
         if not _utf8(path):
@@ -86,10 +88,12 @@ def walk(
                         identity=(st.st_dev, st.st_ino))
 
 
-def _walk_url(url: str, suffixes: tuple[str, ...], seen: set[str]) -> Iterator[Found]:
-    """The objects under a prefix (or the one object ``url`` names), as the local walk finds files."""
+def _walk_url(url: str, suffixes: tuple[str, ...], seen: set[str], exclude: str | None) -> Iterator[Found]:
+    """The objects under a prefix (or the one object ``url`` names), as the local walk finds files;
+    none under ``exclude`` (a root inside the prefix: its Delta logs, lease and snapshots are no sources)."""
+    below_root = exclude + "/" if exclude else None
     for entry in remote.walk_objects(url):
-        if entry.url in seen:
+        if entry.url in seen or (below_root and entry.url.startswith(below_root)):
             continue
         if entry.url == url:  # named on its own: always looked at
             seen.add(entry.url)

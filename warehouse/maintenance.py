@@ -75,11 +75,19 @@ class CompactSummary:
     files_after: dict[str, int] = field(default_factory=dict)
     files_deleted: int = 0
     retention_hours: int = RETENTION_HOURS
+    #: symbolic links (or other non-files) in the table folders, relative to the root: never followed nor deleted
+    left_alone: list[str] = field(default_factory=list)
 
     def text(self) -> str:
         before, after = sum(self.files_before.values()), sum(self.files_after.values())
-        return (f"compacted into snapshot {self.snapshot}: {before} data files -> {after}; "
+        text = (f"compacted into snapshot {self.snapshot}: {before} data files -> {after}; "
                 f"{self.files_deleted} files older than {self.retention_hours:g} h deleted")
+        if self.left_alone:
+            shown = ", ".join(self.left_alone[:5]) + (", ..." if len(self.left_alone) > 5 else "")
+            n = len(self.left_alone)
+            text += (f"; {n} symbolic link{'s' if n != 1 else ''} in table folders left alone ({shown}): compact "
+                     "never follows or deletes one; remove them, nothing of the warehouse is there")
+        return text
 
 
 def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, wait: bool = True,
@@ -125,10 +133,10 @@ def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, 
                     # the files of the snapshot before this compact are kept: a run that dies before the
                     # new snapshot is repaired to it, and connections opened on it keep working
                     store.check_lock()
-                    deleted = table.vacuum(retention_hours=retention_hours, enforce_retention_duration=False,
-                                           dry_run=False, full=True, keep_versions=[pinned["version"]],
-                                           commit_properties=meta)
+                    deleted, links = delta.vacuum(table, uri, retention_hours=retention_hours,
+                                                  keep_version=pinned["version"], commit_properties=meta)
                     summary.files_deleted += len(deleted)
+                    summary.left_alone += sorted(name if link == "." else f"{name}/{link}" for link in links)
                     table = delta.open_table(uri)
                     summary.files_after[name] = len(table.file_uris())
                     new.tables[name] = {**pinned, "version": table.version()}

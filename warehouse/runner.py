@@ -97,7 +97,7 @@ def ingest(
     for p in paths:
         if p not in existing and not prune:
             what = "no object at or under it" if remote.is_url(p) else "no such file or directory"
-            raise UsageError(f"{p}: {what} (if it was ingested and is gone, --prune removes its rows)")
+            raise UsageError(f"{remote.redact(p)}: {what} (if it was ingested and is gone, --prune removes its rows)")
     store = Store(root)
     if "%" in str(store.root):
         raise UsageError(f"--root {root}: a path with '%' in it, which deltalake reads as an escape; choose another --root")
@@ -209,8 +209,12 @@ def _what_to_read(paths: Sequence[str], existing: list[str], store: Store, catal
     nbytes = 0
     seen: set[str] = set()
     unchanged: set[str] = set()
-    root_dir = None if store.remote else os.stat(store.root)  # a local root is never walked as a source
-    exclude = None if root_dir is None else (root_dir.st_dev, root_dir.st_ino)
+    # the root is never walked as a source, however it is reached: a local one by its inode, a remote one by its prefix
+    if store.remote:
+        exclude: tuple[int, int] | str = str(store.root)
+    else:
+        root_dir = os.stat(store.root)
+        exclude = (root_dir.st_dev, root_dir.st_ino)
     for found in walk(existing, suffixes=suffixes, exclude=exclude):
         if isinstance(found, LoopSkipped):
             summary.notes.append(f"skipped {found.path}: directory already walked (symlink loop or alias of {found.target})")

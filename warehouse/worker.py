@@ -164,6 +164,7 @@ class BatchIngest:
         except OSError as e:
             self._unreadable(path, e, counts)
             return
+        self.sink.note_tree(path, src.tree)
         if item.chunk is not None:
             with src:
                 self._chunk(item, src, counts)
