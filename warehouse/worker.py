@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from .delta import Part
 from .dependencies import DependsOn
+from .errors import UsageError
 from .ingestor import JSON_SUFFIXES, Ingestor
 from . import remote
 from .readers import BOM, RAW_LIMIT, SourceFile, open_source
@@ -287,7 +288,7 @@ class BatchIngest:
             for record in ingestor.records(src):
                 last = record.locator
                 self.sink.record(path, ingestor, record, counts)
-        except StrictStop:
+        except (StrictStop, UsageError):  # a tool the run was given failed: no fault of the file
             raise
         except OSError as e:
             self.sink.quarantine(path, ingestor.name, Record(""), RecordError(f"read failed: {e}", stage="read"), counts)

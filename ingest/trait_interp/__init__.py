@@ -12,11 +12,13 @@ Path-derived fields (experiment, prompt set, ...) are computed in SQL
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from warehouse.ingestor import FastResult, Ingestor, exporter_in
 from warehouse.readers import BOM, SourceFile, json_document_records
 from warehouse.records import Mapped, Record, RecordContext
 
+from .. import tokenizers
 from . import kinds, schema
 from .annotations import annotation_records, map_annotations
 from .user_prompts import USER_PROMPTS_SQL
@@ -58,6 +60,10 @@ class TraitInterp(Ingestor):
 
     def not_records(self, path: str) -> str | None:
         return kinds.not_records(path)
+
+    def option_problem(self, name: str, value: Any) -> str | None:
+        # annotation files re-tokenize responses without stored tokens (annotation_targets.py)
+        return tokenizers.problem(value) if name == "tokenizer" else None
 
     def records(self, src: SourceFile) -> Iterator[Record]:
         # The file's kind is decided here, once (by its path, or its content for an annotation file
