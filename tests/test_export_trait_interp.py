@@ -57,7 +57,8 @@ def place(path: str | None) -> str | None:
 
 
 def comparable(rows: list[dict], relocated: set[str] = frozenset()) -> list[str]:
-    """Rows without ids, with paths as the layout keeps them; locators dropped for ``relocated`` files."""
+    """Rows without ids, with paths as the layout keeps them; locators dropped for ``relocated`` files (and
+    the entry keys the unified form they are written in names their responses with)."""
     out = []
     for row in normalize_rows(rows):
         row["source_path"] = place(row["source_path"])
@@ -66,6 +67,7 @@ def comparable(rows: list[dict], relocated: set[str] = frozenset()) -> list[str]
             row["target"] = place(row["target"])
         if row["source_path"] in relocated:
             row.pop("source_locator")
+            row.pop("entry_key", None)
         if row.get("form") in UNIFIED:
             row["form"] = "unified"
         out.append(json.dumps(row, sort_keys=True, ensure_ascii=False))
@@ -305,7 +307,8 @@ UID = "json_extract_string(r.extra, '$.uid')"
 
 def by_uid(w: Warehouse, keep_places: bool) -> dict:
     """Each response's rows (its own, its annotations, its evaluations) by the uid its record carries."""
-    drop = {"source_path", "target"} | ({"source_locator", "record_index"} if not keep_places else set())
+    # a subset compacts arrays: their places, and the entry keys naming them, are new
+    drop = {"source_path", "target"} | ({"source_locator", "record_index", "entry_key"} if not keep_places else set())
     rows: dict[str, list] = {}
     for table in query(w, {
         "responses": f"SELECT {UID} AS uid, r.* FROM responses AS r",
@@ -414,6 +417,38 @@ def test_files_keep_their_shape_tokens_exactly_and_nan_scores(tmp_path):
                                 "token_ids": [2, 1232, 476, 2881, 235265], "n_tokens": 5}
     assert legacy["response"]["n_tokens"] == 2 and legacy["metadata"] == {"temperature": 0.7}
     assert json.loads((tmp_path / "out/other/responses.json").read_text())[0]["response"] == "Hi there"
+
+
+def test_files_as_trait_interps_writers_wrote_them_come_back_as_they_were(tmp_path):
+    """Inference files as ``save_response_json`` writes them (``prompt_note`` null too), annotation entries
+    naming their response by ``"idx": "35"`` and ``"id": 7``: the export gives back the same JSON values,
+    key for key, of the same types (trait-interp's reader compares an ``idx`` strictly)."""
+    source = FIXTURES / "trait_interp_writer"
+    w = Warehouse(tmp_path / "wh")
+    w.ingest(source)
+    warehouse.export(w.root, None, "trait_interp", tmp_path / "out", progress=False)
+    written = sorted(p.relative_to(tmp_path / "out") for p in (tmp_path / "out").rglob("*.json"))
+    assert written == sorted(p.relative_to(source) for p in source.rglob("*.json"))
+    for rel in written:
+        assert json.loads((tmp_path / "out" / rel).read_text()) == json.loads((source / rel).read_text()), rel
+    # a subset: the array is compacted, its entry's idx follows the new place and stays a string
+    steer = "experiments/wr/steering/syco/flattery/instruct/response__5/workplace/responses"
+    warehouse.export(w.root, "pipeline = 'steering' AND record_index = 1", "trait_interp", tmp_path / "part",
+                     progress=False)
+    [entry] = json.loads((tmp_path / "part" / steer / "baseline_annotations.json").read_text())["annotations"]
+    assert entry["idx"] == "0"
+
+
+@pytest.mark.realdata
+def test_real_files_written_by_trait_interp_come_back_as_they_were(realdata, tmp_path):
+    source = realdata / "projections"
+    w = Warehouse(tmp_path / "wh")
+    w.ingest(source)
+    warehouse.export(w.root, None, "trait_interp", tmp_path / "out", progress=False)
+    written = sorted(p.relative_to(tmp_path / "out") for p in (tmp_path / "out").rglob("*.json"))
+    assert any(p.name == "demo_set_annotations.json" for p in written) and len(written) == 5
+    for rel in written:
+        assert json.loads((tmp_path / "out" / rel).read_text()) == json.loads((source / rel).read_text()), rel
 
 
 def test_a_subset_compacts_arrays_and_renumbers_their_annotations(everything, tmp_path):
