@@ -216,6 +216,9 @@ def test_every_fixture_is_detected_as_its_own_format():
     for path in FIXTURES.rglob("*.json*"):
         head = path.read_bytes()[:65536]
         folder = path.relative_to(FIXTURES).parts[0]  # the fixtures folder is named after the format
+        if folder == "near_misses":  # the formats' near misses: of none (tests/test_errors.py)
+            assert detect(str(path), head, INGESTORS) is None, path
+            continue
         expected = max((i.name for i in INGESTORS if folder == i.name or folder.startswith(i.name + "_")), key=len)
         assert detect(str(path), head, INGESTORS).name == expected, path
         assert AfterImage().sniff(str(path), head) == (expected == "afterimage"), path

@@ -6,10 +6,11 @@ import os
 
 import pytest
 
+import warehouse
 from warehouse.formats.trait_interp import TraitInterp
 from warehouse.registry import Registry
 
-from .conftest import write_text
+from .conftest import FIXTURES, write_text
 
 INGESTORS = Registry.installed().ingestors()  # every installed format, in detection order
 
@@ -118,6 +119,22 @@ def test_unrecognised_file(wh, tmp_path):
     assert q["error"] == f"no format recognised this file (tried: {tried}); pass --format NAME to read it as one of them"
     assert wh.rows("SELECT status, records, records_quarantined FROM sources") == [
         {"status": "unrecognised", "records": 1, "records_quarantined": 1}]
+
+
+def test_near_misses_of_the_formats_are_left_unrecognised(wh):
+    """Files of the formats' tools that hold no responses: a trait-interp layer-profiling result (a
+    ``prompt`` and a ``response`` object of statistics under each layer) and a Dataloop LiDAR scene
+    (``dltype`` PCDFrames, its document and its item JSON). No format claims them, so none counts them
+    as its own (``stats``) or quarantines them as a bad record of its own."""
+    wh.ingest(FIXTURES / "near_misses")
+    tried = ", ".join(i.name for i in INGESTORS if i.reads_content)
+    rows = quarantine(wh)
+    assert len(rows) == 3
+    for q in rows:
+        assert (q["source_format"], q["stage"], q["locator"]) == (None, "detect", ""), q["source_path"]
+        assert q["error"] == f"no format recognised this file (tried: {tried}); pass --format NAME to read it as one of them"
+    assert {r["status"] for r in wh.rows("SELECT status FROM sources")} == {"unrecognised"}
+    assert [f["format"] for f in warehouse.stats(wh.root)["formats"]] == ["(none)"]
 
 
 def test_forcing_a_format_reads_a_file_it_would_not_detect(wh, tmp_path):

@@ -56,7 +56,12 @@ class TraitInterp(Ingestor):
             return False
         if any(marker in head for marker in _FOREIGN):
             return False
-        return b'"response"' in head and (b'"prompt"' in head or b'"question"' in head)
+        if not (b'"response"' in head and (b'"prompt"' in head or b'"question"' in head)):
+            return False
+        # The keys of the record itself, not deeper: a layer-profiling result has prompt and response
+        # objects of statistics under each layer, and is no response
+        keys = kinds.record_keys(head)
+        return "response" in keys and ("prompt" in keys or "question" in keys)
 
     def not_records(self, path: str) -> str | None:
         return kinds.not_records(path)

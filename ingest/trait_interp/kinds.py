@@ -65,6 +65,23 @@ def kind_of_path(path: str) -> str:
     return RESPONSES
 
 
+def record_keys(head: bytes) -> set[str]:
+    """The keys of a file's first record as far as its first bytes show them: the top-level object's,
+    or the first element's of a top-level array (the shapes of a response file)."""
+    import ijson  # a C parser; imported here, for the few files their path does not decide
+
+    keys: set[str] = set()
+    try:  # text that is not UTF-8 is the record path's to report (decode stage), not a reason to look away
+        for prefix, event, value in ijson.parse(head.decode("utf-8", "replace").encode()):
+            if event == "map_key" and prefix in ("", "item"):
+                keys.add(value)
+            elif event == "end_map" and prefix in ("", "item"):
+                break  # the first record is whole
+    except ijson.JSONError:  # the head ends mid-file, or is no JSON
+        pass
+    return keys
+
+
 def responses_dir_of_metadata(path: str) -> str:
     """The directory of response files a generation-parameters file describes."""
     d = os.path.dirname(path)
