@@ -14,6 +14,8 @@ from warehouse.errors import QueryError, UsageError
 from warehouse.exports import kit
 from warehouse.exports.conversation import conversation
 
+from .conftest import export_out
+
 
 
 @pytest.fixture(scope="module")
@@ -160,6 +162,26 @@ def test_the_cli_export_command(sw, tmp_path, capsys):
     assert "unknown export format 'nope'; choose one of: parquet, jsonl, csv, openai_chat" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("fmt, name, suggested", [("afterimage", "conversations", "conversations.jsonl"),
+                                                   ("afterimage", "conversations.json", "conversations.jsonl"),
+                                                   ("scale", "tasks", "tasks.json")])
+def test_a_source_format_export_is_named_so_that_ingest_reads_it_back(sw, tmp_path, capsys, fmt, name, suggested):
+    """Ingest tells these formats' files by their extension: an --out without it would write a file no
+    ingest reads, named or not. It is refused before anything is written, saying the name to use."""
+    from warehouse.cli import main
+
+    out = tmp_path / name
+    assert main(["export", "--root", str(sw.root), "--format", fmt, "--out", str(out), "--quiet"]) == 2
+    assert capsys.readouterr().err == (
+        f"error: --out {out}: `warehouse ingest` reads the {fmt} format back only from a name ending in "
+        f"{' or '.join(('.jsonl',) if fmt == 'afterimage' else ('.json', '.jsonl'))} (it tells formats by the "
+        f"extension); name it {suggested}\n")
+    assert os.listdir(tmp_path) == []
+    assert main(["export", "--root", str(sw.root), "--format", fmt, "--out", str(tmp_path / suggested), "--quiet"]) == 0
+    again = warehouse.ingest(tmp_path / suggested, tmp_path / "again", progress=False, jobs=1)
+    assert again.records_quarantined == 0 and again.records_ingested > 0
+
+
 def test_the_memory_limit_is_checked_and_running_out_of_it_says_what_to_do(sw, tmp_path):
     import duckdb
 
@@ -204,10 +226,11 @@ def test_windowed_output_is_the_same_as_one_window(sw, tmp_path, monkeypatch, fm
             return {"": out.read_bytes()}
         return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
 
-    warehouse.export(sw.root, None, fmt, tmp_path / "whole", progress=False)
+    whole, windowed = export_out(tmp_path / "whole", fmt), export_out(tmp_path / "windowed", fmt)
+    warehouse.export(sw.root, None, fmt, whole, progress=False)
     monkeypatch.setattr(kit, "BATCH", 7)  # the samples' ~230 responses in ~33 windows
-    warehouse.export(sw.root, None, fmt, tmp_path / "windowed", progress=False)
-    assert contents(tmp_path / "windowed") == contents(tmp_path / "whole")
+    warehouse.export(sw.root, None, fmt, windowed, progress=False)
+    assert contents(windowed) == contents(whole)
 
 
 #: temp tables an export may make: the selection, the kit's staging, and a format's own plan of where files go
