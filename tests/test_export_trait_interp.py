@@ -439,6 +439,35 @@ def test_files_as_trait_interps_writers_wrote_them_come_back_as_they_were(tmp_pa
     assert entry["idx"] == "0"
 
 
+def test_a_newline_in_a_folder_name_keeps_the_path_fields_and_the_export_reads_back(tmp_path):
+    """Every path-derived field of a file under folders named with a newline, and the export writes it at its
+    place (it wrote one file named ``experiments``, which ingested back as nothing)."""
+    tree = tmp_path / "src" / "experiments" / "e\nx"
+    inference = tree / "inference" / "instruct" / "responses" / "set\nA" / "1.json"
+    steering = tree / "steering" / "pv" / "s\nyc" / "instruct" / "response__5" / "q\ns" / "responses" / "baseline.json"
+    for path, value in ((inference, {"prompt": "p", "response": "r"}),
+                        (steering, [{"prompt": "q", "response": "s", "system_prompt": None, "trait_score": 1.0,
+                                     "coherence_score": 2.0}])):
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(value))
+    fields = "experiment, pipeline, model_variant, trait, position, prompt_set, prompt_id, run_kind, response"
+    w = Warehouse(tmp_path / "wh")
+    w.ingest(tmp_path / "src")
+    expected = [
+        {"experiment": "e\nx", "pipeline": "inference", "model_variant": "instruct", "trait": None, "position": None,
+         "prompt_set": "set\nA", "prompt_id": "1", "run_kind": None, "response": "r"},
+        {"experiment": "e\nx", "pipeline": "steering", "model_variant": "instruct", "trait": "pv/s\nyc",
+         "position": "response__5", "prompt_set": "q\ns", "prompt_id": None, "run_kind": "baseline", "response": "s"},
+    ]
+    assert w.rows(f"SELECT {fields} FROM responses ORDER BY pipeline") == expected
+    warehouse.export(w.root, None, "trait_interp", tmp_path / "out", progress=False)
+    assert sorted(p.relative_to(tmp_path / "out") for p in (tmp_path / "out").rglob("*.json")) == sorted(
+        p.relative_to(tmp_path / "src") for p in (inference, steering))
+    again = Warehouse(tmp_path / "again")
+    again.ingest(tmp_path / "out")
+    assert again.rows(f"SELECT {fields} FROM responses ORDER BY pipeline") == expected
+
+
 @pytest.mark.realdata
 def test_real_files_written_by_trait_interp_come_back_as_they_were(realdata, tmp_path):
     source = realdata / "projections"

@@ -32,7 +32,7 @@ KIND = "kind"
 #: file, in several patterns: ~0.1 CPU-s per 20,000 files); each is asked only when the path holds a
 #: literal every match of it holds (a substring test, far cheaper): ``_search``.
 _PROMPT_SET_DIRS = re.compile(r"(?:^|/)(?:datasets/inference|inference/prompts|analysis/steering/prompts)/")
-_STEERING_QUESTIONS = re.compile(r"(?:^|/)datasets/traits/.+/steering\.json$")
+_STEERING_QUESTIONS = re.compile(r"(?:^|/)datasets/traits/.+/steering\.json$", re.DOTALL)  # a name may hold a newline
 _ANNOTATION_SUFFIX = re.compile(r"_annotations(?:_chars|_tokens)?\.json$")
 #: keys only annotation files have (a key, not text inside a string: no backslash before the quote)
 _ANNOTATION_CONTENT = re.compile(rb'(?<!\\)"(?:response_source|detailed_annotations)"\s*:')
@@ -96,7 +96,7 @@ def in_experiments_tree(path: str) -> bool:
 
 # Files trait-interp writes beside its records that hold none (NOTES.md, "Exact paths"):
 # catalogued with the reason, never quarantined, so --strict passes over them.
-_STEERING_RESULTS = re.compile(r"(?:^|/)experiments/[^/]+/steering/(?:.+/)?results\.jsonl?$")
+_STEERING_RESULTS = re.compile(r"(?:^|/)experiments/[^/]+/steering/(?:.+/)?results\.jsonl?$", re.DOTALL)
 _EXPERIMENT_CONFIG = re.compile(r"(?:^|/)experiments/[^/]+/config\.json$")
 
 
