@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 
@@ -59,6 +60,30 @@ def test_jsonl_nests_children_under_each_response(sw, tmp_path):
     assert graded and {"overall_grade", "final_score"} <= {e["criterion"] for e in graded[0]["evaluations"]}
     with_extra = [line for line in lines if line["extra"] is not None]
     assert with_extra and all(isinstance(line["extra"], dict) for line in with_extra)  # JSON columns stay JSON
+
+
+def test_jsonl_writes_nan_and_infinity_scores_as_null_as_sql_does(tmp_path):
+    """A score that is NaN or infinite has no JSON number: the jsonl export writes null, valid JSON (it wrote a
+    bare NaN, which JSON readers refuse), as ``warehouse sql --format json`` does."""
+    steering = tmp_path / "src/experiments/e/steering/pv/syc/instruct/response__5/steering/responses/baseline.json"
+    steering.parent.mkdir(parents=True)
+    steering.write_text('[{"prompt": "a", "response": "b", "system_prompt": null, "trait_score": NaN, '
+                        '"coherence_score": Infinity}, {"prompt": "c", "response": "NaN", "system_prompt": null, '
+                        '"trait_score": -Infinity, "coherence_score": 50.0}]')
+    root = tmp_path / "wh"
+    warehouse.ingest(tmp_path / "src", root, progress=False, jobs=1)
+    warehouse.export(root, None, "jsonl", tmp_path / "o.jsonl", progress=False)
+
+    def strict(constant):
+        raise ValueError(f"not JSON: {constant}")
+
+    lines = [json.loads(line, parse_constant=strict) for line in (tmp_path / "o.jsonl").read_text().splitlines()]
+    assert [(r["trait_score"], r["coherence_score"], r["response"]) for r in lines] == [(None, None, "b"), (None, 50.0, "NaN")]
+    assert [[e["score"] for e in r["evaluations"]] for r in lines] == [[None, None], [50.0, None]]
+    out = io.StringIO()
+    warehouse.sql(root, "SELECT trait_score, coherence_score FROM responses ORDER BY record_index", format="json", out=out)
+    assert json.loads(out.getvalue(), parse_constant=strict) == [{"trait_score": None, "coherence_score": None},
+                                                                 {"trait_score": None, "coherence_score": 50.0}]
 
 
 def test_jsonl_keeps_sentences_and_spans(sw, tmp_path):
