@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from .catalog import Catalog
 from .checks import option
 from .commit import Changes, CommitAhead, commit, repair
-from .discover import LoopSkipped, Unreachable, walk
+from .discover import Compressed, LoopSkipped, Unreachable, walk
+from .encodings import skipped_note
 from . import remote
 from .errors import Interrupted, ObjectStoreError, StorageError, StrictModeError, UsageError, WarehouseError
 from .ingestor import JSON_SUFFIXES
@@ -199,9 +200,13 @@ def _what_to_read(paths: Sequence[str], existing: list[str], store: Store, catal
     unchanged: set[str] = set()
     root_dir = None if store.remote else os.stat(store.root)  # a local root is never walked as a source
     exclude = None if root_dir is None else (root_dir.st_dev, root_dir.st_ino)
+    compressed: list[str] = []
     for found in walk(existing, suffixes=suffixes, exclude=exclude):
         if isinstance(found, LoopSkipped):
             summary.notes.append(f"skipped {found.path}: directory already walked (symlink loop or alias of {found.target})")
+            continue
+        if isinstance(found, Compressed):
+            compressed.append(found.path)
             continue
         summary.files_seen += 1
         if isinstance(found, Unreachable):
@@ -224,6 +229,8 @@ def _what_to_read(paths: Sequence[str], existing: list[str], store: Store, catal
         if warm is not None and _pooled(len(work.items), nbytes):
             warm()
             warm = None
+    if compressed:
+        summary.notes.append(skipped_note(compressed))
     work.gone = catalog.gone(paths, seen)
     # Files built from a file that changed (or went) are ingested again too, walked or not.
     scheduled = {i.path for i in work.items}

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from .delta import Part
 from .dependencies import DependsOn
+from .encodings import what_it_is
 from .errors import UsageError
 from .ingestor import JSON_SUFFIXES, Ingestor
 from . import remote
@@ -177,6 +178,14 @@ class BatchIngest:
                 return
             if not spec.forced_format and src.size <= len(src.head) and not src.head.removeprefix(BOM).strip():
                 self._empty(path, src, counts)
+                return
+            not_text = what_it_is(src.head)
+            if not_text is not None:  # compressed, or UTF-16: no format reads it, and none should try
+                self.sink.quarantine(path, spec.forced_format, Record("", raw=src.head[:RAW_LIMIT], raw_size=src.size),
+                                     RecordError(not_text, stage="decode"), counts)
+                self._catalog(path, spec.forced_format, src.sha256(), src.size, src.mtime_ns, counts, "unrecognised",
+                              src.dependencies, src.tree)
+                self.progress(1, src.size)
                 return
             if spec.forced_format:
                 ingestor = self.by_name[spec.forced_format]
