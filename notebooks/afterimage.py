@@ -4,8 +4,8 @@
 # AfterImage generates conversations as personas and has a judge grade them (five
 # criteria, an overall grade, a final score). The warehouse keeps each criterion
 # as a row of `evaluations` (with its scale: 0-1 and 0-100 scores are never mixed)
-# and the persona as a column of `responses`. The view `dpo_pairs` pairs answers to
-# the same conversation that got different grades.
+# and the persona as a column of `responses`. The view `dpo_pairs` pairs the best
+# answer to a conversation with each answer to it that got a worse grade.
 
 # %%
 import matplotlib.pyplot as plt
@@ -57,7 +57,7 @@ fig.colorbar(im, ax=ax2)
 save(fig, "afterimage_scores_by_persona.png")
 
 # %% [markdown]
-# DPO pairs: the better-graded answer is `chosen`.
+# DPO pairs: the conversation's best answer is `chosen`, each worse-graded one `rejected`.
 
 # %%
 pairs = wh.read("dpo_pairs")

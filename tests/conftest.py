@@ -203,6 +203,14 @@ def golden(request):
     return check
 
 
+def export_out(path: Path, fmt: str) -> Path:
+    """``path``, with the extension an export as ``fmt`` must end in to be read back (afterimage: .jsonl)."""
+    from warehouse.exports import formats
+
+    suffixes = formats()[fmt].suffixes
+    return path if not suffixes or path.name.lower().endswith(suffixes) else path.with_name(path.name + suffixes[0])
+
+
 def write_json(path: Path, value: Any) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(value))

@@ -20,7 +20,7 @@ from warehouse.errors import ExportError, QueryError, UsageError
 from warehouse.exports import where as where_mod
 from warehouse.exports.workspace import Workspace
 
-from .conftest import REPO
+from .conftest import REPO, export_out
 
 
 @pytest.fixture(scope="module")
@@ -287,9 +287,10 @@ def shuffled(sw, tmp_path_factory):
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_the_same_export_gives_the_same_bytes(sw, shuffled, tmp_path, fmt):
-    export(sw, tmp_path / "a", fmt=fmt)
-    warehouse.export(shuffled, None, fmt, tmp_path / "b", progress=False)
-    assert _contents(tmp_path / "a") == _contents(tmp_path / "b")
+    a, b = export_out(tmp_path / "a", fmt), export_out(tmp_path / "b", fmt)
+    export(sw, a, fmt=fmt)
+    warehouse.export(shuffled, None, fmt, b, progress=False)
+    assert _contents(a) == _contents(b)
 
 
 def test_the_order_keys_tell_every_row_apart(sw):

@@ -35,18 +35,23 @@ def parameter(action: argparse.Action) -> str:
     if not action.option_strings:
         return action.dest
     name = max(action.option_strings, key=len).removeprefix("--")
-    if isinstance(action, argparse._StoreFalseAction):
+    if isinstance(action, argparse._StoreFalseAction) or _forgets(action):
         name = name.removeprefix("no-")
     if isinstance(action, argparse._AppendAction):  # repeated: --storage-option K=V ... -> storage_options
         name += "s"
     return name.replace("-", "_")
 
 
+def _forgets(action: argparse.Action) -> bool:
+    """``--no-tokenizer``: the value False for the parameter ``--tokenizer`` fills (forget the remembered one)."""
+    return type(action) is argparse._StoreConstAction and action.const is False  # (store_false is a subclass)
+
+
 def given(action: argparse.Action) -> tuple[list[str], object]:
     """Command-line words that give the option a value other than its default, and that value."""
     if isinstance(action, argparse._StoreTrueAction):
         return [max(action.option_strings, key=len)], True
-    if isinstance(action, argparse._StoreFalseAction):
+    if isinstance(action, argparse._StoreFalseAction) or _forgets(action):
         return [max(action.option_strings, key=len)], False
     if action.choices:
         value = next(c for c in reversed(list(action.choices)) if c != action.default)
@@ -80,9 +85,12 @@ def test_every_option_fills_the_parameter_of_its_name(command, monkeypatch):
         return Summary()
 
     monkeypatch.setattr(warehouse, command, recorded)
-    argv, expected, unmapped = [command], {}, []
+    argv, expected, unmapped, forgetting = [command], {}, [], []
     for action in subcommands()[command]._actions:
         if isinstance(action, argparse._HelpAction) or max(action.option_strings, key=len, default="") in CLI_ONLY:
+            continue
+        if _forgets(action):  # excludes the option it forgets: given on its own below
+            forgetting.append(action)
             continue
         words, value = given(action)
         argv += words
@@ -96,6 +104,12 @@ def test_every_option_fills_the_parameter_of_its_name(command, monkeypatch):
     assert {name: arguments.get(name) for name in expected} == expected
     if "--quiet" in subcommands()[command]._option_string_actions:
         assert main([*argv, "--quiet"]) == 0 and calls[-1]["progress"] is False
+    for action in forgetting:
+        flag, name = max(action.option_strings, key=len), parameter(action)
+        assert name in signature.parameters, f"{flag} of `warehouse {command}` fills no parameter {name}"
+        valued = "--" + name.replace("_", "-")
+        at = argv.index(valued)
+        assert main([*argv[:at], *argv[at + 2:], flag]) == 0 and calls[-1][name] is False
 
 
 def test_the_command_lines_own_options_exist():

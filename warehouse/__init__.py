@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Literal, Union
 
 from .errors import ExportError, QueryError, StorageError, StrictModeError, UsageError, WarehouseError
 
@@ -87,7 +87,7 @@ def ingest(
     prune: bool = False,
     wait: bool = True,
     max_record_mb: float = 64.0,
-    tokenizer: StrPath | None = None,
+    tokenizer: StrPath | Literal[False] | None = None,
     options: Mapping[str, Any] | None = None,
     registry: Registry | None = None,
     progress: bool = True,
@@ -103,7 +103,8 @@ def ingest(
     ``prune`` drops the rows of catalogued files under ``paths`` that no longer exist;
     ``wait=False`` raises LockedError instead of waiting for another ingest into ``root``;
     ``max_record_mb`` quarantines larger records; ``tokenizer`` a local tokenizer directory
-    for annotation token ranges (remembered for later runs); ``options`` run options that
+    for annotation token ranges (remembered for later runs; None: the remembered one, False: forget
+    it, as ``--no-tokenizer``); ``options`` run options that
     ingestors read (``tokenizer`` is one); ``registry`` the formats to read with (default:
     the installed ones, ``warehouse.registry``); ``progress`` on stderr;
     ``fast_paths=False`` reads every record through the record path (the formats' vectorised
@@ -124,7 +125,9 @@ def ingest(
     checks.positive(max_record_mb, "max_record_mb", " of MB")
     checks.engine(engine, spark_master)
     run_options = dict(options or {})
-    if tokenizer is not None:
+    if tokenizer is False:
+        run_options["tokenizer"] = False  # forgotten: the run's settings drop it (runner._settings)
+    elif tokenizer is not None:
         run_options["tokenizer"] = checks.directory(tokenizer, "tokenizer", TOKENIZER_DIR)
     return _ingest(
         [os.fsdecode(p) for p in paths],  # type: ignore[union-attr]

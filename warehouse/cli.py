@@ -190,7 +190,10 @@ def build_parser(format_names: bool = True):
     p.add_argument("--jobs", type=int, default=None, help="worker processes (default: one per core)")
     p.add_argument("--no-wait", dest="wait", action="store_false", help="fail (exit 4) instead of waiting when another ingest holds the warehouse (the default is to wait)")
     p.add_argument("--max-record-mb", type=float, default=64.0, help="largest single record read, in MB (default 64); larger ones are quarantined")
-    p.add_argument("--tokenizer", metavar="DIR", help="local tokenizer directory (transformers) for token ranges of responses without stored tokens; remembered for later runs")
+    tok = p.add_mutually_exclusive_group()
+    tok.add_argument("--tokenizer", metavar="DIR", help="local tokenizer directory (transformers) for token ranges of responses without stored tokens; remembered for later runs")
+    tok.add_argument("--no-tokenizer", dest="tokenizer", action="store_const", const=False,
+                     help="forget the tokenizer remembered from an earlier run (token ranges it gave are dropped)")
     p.add_argument("--engine", default="local", choices=ENGINES,
                    help="where the files are read: local (this machine's cores, the default) or spark (Spark tasks; docs/spark.md)")
     p.add_argument("--spark-master", metavar="URL",

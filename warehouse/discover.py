@@ -13,6 +13,10 @@ silently passed over.
 A URL (``s3://bucket/prefix``) is walked the same way through its listing
 (``remote.walk_objects``): objects in key order, hidden names below the prefix
 skipped, the same suffixes; an object's identity is its URL.
+
+Compressed files of those suffixes (``x.jsonl.gz``) are not read, but reported
+(``Compressed``): the run says how many it skipped, and what to do
+(``encodings.py``).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from . import remote
+from .encodings import compressed_suffixes
 
 
 @dataclass(slots=True, frozen=True)
@@ -49,12 +54,19 @@ class LoopSkipped:
     target: str
 
 
+@dataclass(slots=True, frozen=True)
+class Compressed:
+    """A compressed file of a kind the walk looks for (``x.jsonl.gz``): not read, but counted and said."""
+
+    path: str
+
+
 def walk(
     paths: Iterable[str],
     *,
     suffixes: tuple[str, ...],
     exclude: tuple[int, int] | str | None = None,
-) -> Iterator[Found | Unreachable | LoopSkipped]:
+) -> Iterator[Found | Unreachable | LoopSkipped | Compressed]:
     """Files under ``paths`` whose lower-case name ends with one of ``suffixes``.
 
     A path given explicitly is always yielded (whatever its suffix), so
@@ -88,10 +100,11 @@ def walk(
                         identity=(st.st_dev, st.st_ino))
 
 
-def _walk_url(url: str, suffixes: tuple[str, ...], seen: set[str], exclude: str | None) -> Iterator[Found]:
+def _walk_url(url: str, suffixes: tuple[str, ...], seen: set[str], exclude: str | None) -> Iterator[Found | Compressed]:
     """The objects under a prefix (or the one object ``url`` names), as the local walk finds files;
     none under ``exclude`` (a root inside the prefix: its Delta logs, lease and snapshots are no sources)."""
     below_root = exclude + "/" if exclude else None
+    compressed = compressed_suffixes(suffixes)
     for entry in remote.walk_objects(url):
         if entry.url in seen or (below_root and entry.url.startswith(below_root)):
             continue
@@ -100,7 +113,11 @@ def _walk_url(url: str, suffixes: tuple[str, ...], seen: set[str], exclude: str 
             yield Found(entry.url, entry.size, entry.mtime_ns, explicit=True, tree=remote.normpath(url.rsplit("/", 1)[0]))
             continue
         below = entry.url[len(url) + 1:].split("/")
-        if any(part.startswith(".") for part in below) or not below[-1].lower().endswith(suffixes):
+        if any(part.startswith(".") for part in below):
+            continue
+        if not below[-1].lower().endswith(suffixes):
+            if below[-1].lower().endswith(compressed):
+                yield Compressed(entry.url)
             continue
         seen.add(entry.url)
         yield Found(entry.url, entry.size, entry.mtime_ns, tree=url)
@@ -137,9 +154,10 @@ def _first(st: os.stat_result, seen_files: set[tuple[int, int]]) -> bool:
     return True
 
 
-def _walk_dir(path, st, suffixes, exclude, seen_dirs, seen_files, tree) -> Iterator[Found | Unreachable | LoopSkipped]:
+def _walk_dir(path, st, suffixes, exclude, seen_dirs, seen_files, tree) -> Iterator[Found | Unreachable | LoopSkipped | Compressed]:
     """The tree under directory ``path``, depth first in name order, with a stack of listings
     rather than a generator per directory (each file passed up through one generator per level)."""
+    compressed = compressed_suffixes(suffixes)
     top = _listing(path, st, exclude, seen_dirs)
     if not isinstance(top, list):
         yield top
@@ -169,6 +187,8 @@ def _walk_dir(path, st, suffixes, exclude, seen_dirs, seen_files, tree) -> Itera
                     break  # into it; this listing goes on where it was once that one is done
                 yield below
             elif not name.lower().endswith(suffixes):
+                if name.lower().endswith(compressed):
+                    yield Compressed(full)
                 continue
             elif not stat.S_ISREG(est.st_mode):  # a FIFO would block the run, a device never end
                 yield Unreachable(full, NOT_REGULAR)

@@ -28,8 +28,10 @@ from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass, field
 
 from .catalog import Catalog
+from .checks import option
 from .commit import Changes, CommitAhead, commit, repair
-from .discover import LoopSkipped, Unreachable, walk
+from .discover import Compressed, LoopSkipped, Unreachable, walk
+from .encodings import skipped_note
 from . import remote
 from .errors import Interrupted, ObjectStoreError, StorageError, StrictModeError, UsageError, WarehouseError
 from .ingestor import JSON_SUFFIXES
@@ -111,8 +113,7 @@ def ingest(
             _nothing_kept_unless_committed(store, run_id, created), ExitStack() as run_scoped:
         record = open_for_writing(store, say)
         catalog = Catalog.load(store, record)
-        # Options given now override the ones remembered from earlier runs.
-        settings = {**record.settings, **{k: v for k, v in (options or {}).items() if v is not None}}
+        settings = _settings(record.settings, options or {}, ingestors)
         # Every JSON-looking file is looked at, claimed or not, so none is passed over silently.
         suffixes = tuple(sorted(set(JSON_SUFFIXES) | {s for i in ingestors for s in i.suffixes}))
         if format is not None:
@@ -215,9 +216,13 @@ def _what_to_read(paths: Sequence[str], existing: list[str], store: Store, catal
     else:
         root_dir = os.stat(store.root)
         exclude = (root_dir.st_dev, root_dir.st_ino)
+    compressed: list[str] = []
     for found in walk(existing, suffixes=suffixes, exclude=exclude):
         if isinstance(found, LoopSkipped):
             summary.notes.append(f"skipped {found.path}: directory already walked (symlink loop or alias of {found.target})")
+            continue
+        if isinstance(found, Compressed):
+            compressed.append(found.path)
             continue
         summary.files_seen += 1
         if isinstance(found, Unreachable):
@@ -240,6 +245,8 @@ def _what_to_read(paths: Sequence[str], existing: list[str], store: Store, catal
         if warm is not None and _pooled(len(work.items), nbytes):
             warm()
             warm = None
+    if compressed:
+        summary.notes.append(skipped_note(compressed))
     work.gone = catalog.gone(paths, seen)
     # Files built from a file that changed (or went) are ingested again too, walked or not.
     scheduled = {i.path for i in work.items}
@@ -376,6 +383,26 @@ def _said_in_one_line(store: Store, run_id: str):
             "an ingest worker process died (killed from outside, or out of memory?): run again, with fewer "
             f"--jobs or a lower --max-record-mb if it was memory ({_state(store)})"
         ) from None
+
+
+def _settings(remembered: dict, given: dict, ingestors: Sequence) -> dict:
+    """The run's options: the ones given now override the ones remembered from earlier runs, and
+    one given as False is forgotten. Each is one every format can use (``Ingestor.option_problem``):
+    a tool that cannot load is a usage error now, before anything is read or changed, never a
+    quarantined record; a remembered one says how to change or forget it."""
+    given = {k: v for k, v in given.items() if v is not None}
+    settings = {k: v for k, v in {**remembered, **given}.items() if v is not False}
+    for name, value in settings.items():
+        for ingestor in ingestors:
+            problem = ingestor.option_problem(name, value)
+            if problem is None:
+                continue
+            flag = option(name)
+            if name in given:
+                raise UsageError(f"{flag} {value}: {problem}")
+            raise UsageError(f"{flag} {value}, remembered from an earlier run: {problem}; give {flag} again with "
+                             f"another, or --no-{flag[2:]} to forget it")
+    return settings
 
 
 def open_for_writing(store: Store, say) -> SnapshotRecord:

@@ -17,6 +17,7 @@ import orjson
 import pyarrow as pa
 
 from . import remote
+from .errors import UsageError
 from .ingestor import Ingestor
 from .readers import RAW_LIMIT
 from .records import LOCATOR_LIMIT, Record, RecordContext, RecordError, short_locator, short_message, stable_id
@@ -139,6 +140,8 @@ class RecordSink:
         except RecordError as e:
             self.quarantine(path, ingestor.name, record, e, counts)
             return
+        except UsageError:  # a tool the run was given failed (ingestor.Ingestor.map): the run stops
+            raise
         except Exception as e:  # a mapping bug must not stop the run or lose the record
             err = RecordError(f"internal error in the {ingestor.name} mapping ({type(e).__name__}: {e}); please report it", stage="map")
             self.quarantine(path, ingestor.name, record, err, counts)
