@@ -254,8 +254,9 @@ def build_parser(format_names: bool = True):
         help="the warehouse snapshots: what each ingest or compact did",
         description=(
             "List the warehouse snapshots, oldest first: number (what --as-of takes), time, operation, files "
-            "ingested / replaced / pruned, rows added and removed. --format json prints one JSON array, one "
-            "object per snapshot (rows per table, each table's Delta version)."
+            "ingested / replaced / pruned, rows added and removed, and whether it is still readable (no: compact "
+            "deleted files it reads). --format json prints one JSON array, one object per snapshot (rows per "
+            "table, each table's Delta version, readable true or false)."
         ),
         epilog=HISTORY_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -268,7 +269,8 @@ def build_parser(format_names: bool = True):
         help="merge small files and delete files replaced long ago",
         description=(
             "Merge each table's small files (Delta optimize; the rows do not change) and delete the files "
-            "replaced more than --retention-hours ago (Delta vacuum), then commit a new snapshot. Snapshots "
+            "replaced more than --retention-hours ago (Delta vacuum), then commit a new snapshot (none when "
+            "there was nothing to merge or delete). Snapshots "
             "older than the retention may no longer be readable (--as-of says so). Waits for a running ingest."
         ),
         epilog=COMPACT_EXAMPLES,

@@ -189,6 +189,25 @@ def live_files(uri: str, version: int) -> list[str]:
     return live_files_and_schema(uri, version)[0]
 
 
+def live_files_by_version(uri: str, versions: set[int]) -> dict[int, list[str] | None]:
+    """``live_files`` of each of ``versions``, the log read forward once (a version that cannot be loaded,
+    its log cleaned up: None), for questions about many snapshots at once (``views.readable_snapshots``)."""
+    from urllib.parse import unquote
+
+    out: dict[int, list[str] | None] = {}
+    table = None
+    for v in sorted(versions):
+        try:
+            if table is None:
+                table = open_table(uri, v)
+            else:
+                table.load_as_version(v)
+            out[v] = [unquote(u) for u in table.file_uris()]
+        except Exception:  # noqa: BLE001 - deltalake's errors for a version it cannot rebuild
+            out[v], table = None, None
+    return out
+
+
 def live_files_and_schema(uri: str, version: int):
     """``live_files`` and the table's Arrow schema at ``version``, from one read of its log: the schema
     every file of that version reads as (a file written before a column was added lacks it: null)."""
