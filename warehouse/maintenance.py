@@ -125,7 +125,7 @@ def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, 
         meta = delta.properties({"warehouse_run_id": run_id, "warehouse_snapshot": new.number,
                                  "warehouse_operation": "compact"})
         compacted = {}
-        with _sigint_deferred():
+        with _sigint_deferred() as committed:
             try:
                 for name, pinned in record.tables.items():
                     uri = store.table_uri(name)
@@ -157,6 +157,7 @@ def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, 
                     return summary
                 store.check_lock()
                 store.write_snapshot(new)
+                committed(f"interrupted after the compaction was committed: the warehouse holds snapshot {new.number}")
             except LeaseLost:
                 raise  # the root is another run's now: it repairs the tables, not this one
             except BaseException:
