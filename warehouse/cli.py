@@ -168,7 +168,8 @@ def build_parser(format_names: bool = True):
     p.add_argument("--engine", default="local", choices=ENGINES,
                    help="where the files are read: local (this machine's cores, the default) or spark (Spark tasks; docs/spark.md)")
     p.add_argument("--spark-master", metavar="URL",
-                   help="with --engine spark: the Spark master (spark://host:7077, local[4], ...); default: the session's own")
+                   help="with --engine spark: the Spark master (spark://host:7077, local[4], ...); default: the session's own. "
+                        "Spark's own log is kept out of sight: WAREHOUSE_SPARK_LOG=FILE appends it to FILE")
     _storage_option(p, "s3:// PATHs and --root")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary on stderr")
 
