@@ -152,8 +152,9 @@ def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, 
                     new.tables[name] = {**pinned, "version": table.version()}
                 new.did = {"files_compacted": compacted, "files_deleted": summary.files_deleted,
                            "retention_hours": retention_hours}
-                if all(new.tables[name]["version"] == pinned["version"] for name, pinned in record.tables.items()):
-                    summary.snapshot = None  # no table changed: the latest snapshot still says it all
+                if not summary.files_deleted and all(new.tables[name]["version"] == pinned["version"]
+                                                     for name, pinned in record.tables.items()):
+                    summary.snapshot = None  # nothing merged or deleted: the latest snapshot still says it all
                     return summary
                 store.check_lock()
                 store.write_snapshot(new)
