@@ -89,10 +89,12 @@ class CompactSummary:
     def text(self) -> str:
         before, after = sum(self.files_before.values()), sum(self.files_after.values())
         if not self.committed:
-            return (f"nothing to compact: {before} data files, none to merge and none replaced more than "
+            text = (f"nothing to compact: {before} data files, none to merge and none replaced more than "
                     f"{self.retention_hours:g} h ago; no snapshot committed")
-        return (f"compacted into snapshot {self.snapshot}: {before} data files -> {after}; "
-                f"{self.files_deleted} files older than {self.retention_hours:g} h deleted")
+        else:
+            text = (f"compacted into snapshot {self.snapshot}: {before} data files -> {after}; "
+                    f"{self.files_deleted} files older than {self.retention_hours:g} h deleted")
+        return text
 
 
 def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, wait: bool = True,
