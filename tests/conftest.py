@@ -124,6 +124,10 @@ def spark():
         pytest.skip("no Java runtime (java on PATH or JAVA_HOME): Spark needs Java 17 or later")
     from pyspark.sql import SparkSession
 
+    # Tasks run this interpreter, where the project is (not the `python3` of PATH): PySpark takes it from
+    # PYSPARK_PYTHON as the context starts, not from spark.pyspark.python.
+    before = os.environ.get("PYSPARK_PYTHON")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
     session = (
         SparkSession.builder.master("local[2]").appName("warehouse tests")
         .config("spark.sql.shuffle.partitions", "2")
@@ -132,10 +136,13 @@ def spark():
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", "1g")
         .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.pyspark.python", sys.executable)  # tasks run this interpreter, where the project is
-        .config("spark.executorEnv.PYTHONPATH", str(REPO))  # and see the tests' own toy formats
+        .config("spark.executorEnv.PYTHONPATH", str(REPO))  # tasks see the tests' own toy formats
         .getOrCreate()
     )
+    if before is None:
+        del os.environ["PYSPARK_PYTHON"]
+    else:
+        os.environ["PYSPARK_PYTHON"] = before
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

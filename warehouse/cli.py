@@ -197,7 +197,8 @@ def build_parser(format_names: bool = True):
     p.add_argument("--engine", default="local", choices=ENGINES,
                    help="where the files are read: local (this machine's cores, the default) or spark (Spark tasks; docs/spark.md)")
     p.add_argument("--spark-master", metavar="URL",
-                   help="with --engine spark: the Spark master (spark://host:7077, local[4], ...); default: the session's own")
+                   help="with --engine spark: the Spark master (spark://host:7077, local[4], ...); default: the session's own. "
+                        "Spark's own log is kept out of sight: WAREHOUSE_SPARK_LOG=FILE appends it to FILE")
     _storage_option(p, "s3:// PATHs and --root")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary on stderr")
 
@@ -286,8 +287,9 @@ def build_parser(format_names: bool = True):
         help="the warehouse snapshots: what each ingest or compact did",
         description=(
             "List the warehouse snapshots, oldest first: number (what --as-of takes), time, operation, files "
-            "ingested / replaced / pruned, rows added and removed. --format json prints one JSON array, one "
-            "object per snapshot (rows per table, each table's Delta version)."
+            "ingested / replaced / pruned, rows added and removed, and whether it is still readable (no: compact "
+            "deleted files it reads). --format json prints one JSON array, one object per snapshot (rows per "
+            "table, each table's Delta version, readable true or false)."
         ),
         epilog=HISTORY_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -300,7 +302,8 @@ def build_parser(format_names: bool = True):
         help="merge small files and delete files replaced long ago",
         description=(
             "Merge each table's small files (Delta optimize; the rows do not change) and delete the files "
-            "replaced more than --retention-hours ago (Delta vacuum), then commit a new snapshot. Snapshots "
+            "replaced more than --retention-hours ago (Delta vacuum), then commit a new snapshot (none when "
+            "there was nothing to merge or delete). Snapshots "
             "older than the retention may no longer be readable (--as-of says so). Waits for a running ingest."
         ),
         epilog=COMPACT_EXAMPLES,
@@ -418,6 +421,17 @@ QUERYING = ("sql", "export", "stats", "history")
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .interrupt import LateInterrupts
+
+    late, own = LateInterrupts.active()  # (``script``'s, when it runs the command)
+    try:
+        return _main(argv, late)
+    finally:
+        if own:
+            late.end()
+
+
+def _main(argv: list[str] | None, late) -> int:
     args = None
     try:
         words = sys.argv[1:] if argv is None else argv
@@ -427,11 +441,17 @@ def main(argv: list[str] | None = None) -> int:
             for_ingest_command()  # this command's processes are ours: before pyarrow and numpy load
         args = build_parser(format_names=bool(words) and words[0] == "ingest").parse_args(argv)
         if args.command not in QUERYING:
-            return COMMANDS[args.command](args)
-        from .interrupt import SigintGuard
+            code = COMMANDS[args.command](args)
+        else:
+            from .interrupt import SigintGuard
 
-        with SigintGuard():
-            return COMMANDS[args.command](args)
+            with SigintGuard():
+                code = COMMANDS[args.command](args)
+        late.done(finished(args))  # nothing is left to stop: a Ctrl-C from here on says so (a commit said it first)
+        if late.interrupted():
+            print(late.line, file=sys.stderr)
+            return EXIT_INTERRUPTED
+        return code
     except WarehouseError as e:
         from .remote import redact  # every message hides its secrets already; this line is the last look
 
@@ -458,6 +478,18 @@ def interrupted(args) -> str:
     return "interrupted; the warehouse is unchanged by the unfinished run"
 
 
+def finished(args) -> str:
+    """The one line a Ctrl-C leaves once the command's work is done (an ingest or compact that committed
+    says its own: ``commit.COMMITTED``)."""
+    if args.command in ("ingest", "tokenize"):
+        return "interrupted after the run had ended: it had nothing to commit; the warehouse is unchanged"
+    if args.command == "compact":
+        return "interrupted after compact had ended: there was nothing to compact; the warehouse is unchanged"
+    if args.command == "export":
+        return f"interrupted after the export had finished: {os.path.abspath(args.out)} is complete"
+    return "interrupted after the command had finished: its output is complete; the warehouse is unchanged"
+
+
 def script() -> None:
     """The console script ``warehouse`` (and ``python -m warehouse.cli``): ``main``, then the process
     ends without tearing its interpreter down. Once the command has written and closed all it
@@ -467,10 +499,16 @@ def script() -> None:
     standard streams are flushed; ``main`` called from Python keeps the interpreter's normal end."""
     import atexit
 
+    from .interrupt import LateInterrupts
+
+    late, _ = LateInterrupts.active()  # held to the end: a Ctrl-C in the exit handlers is recorded too
     code = main()
     try:
         atexit._run_exitfuncs()  # (what the interpreter's end would run first, in the same order)
         sys.stdout.flush()
+        if code == EXIT_OK and late.interrupted(last=True):
+            print(late.line, file=sys.stderr)
+            code = EXIT_INTERRUPTED
         sys.stderr.flush()
     except BrokenPipeError:  # `warehouse sql ... | head`: what was left for the reader goes nowhere
         pass

@@ -191,21 +191,29 @@ def vacuum(table, uri: str, *, retention_hours: int, keep_version: int, commit_p
 
     options = dict(retention_hours=retention_hours, enforce_retention_duration=False, full=True,
                    keep_versions=[keep_version], commit_properties=commit_properties)
+    # deltalake names a replaced file as long as the log remembers it, deleted or not: only the files
+    # still there count (and on a bucket, a vacuum, a new Delta version, only when there is one)
     if remote.is_url(uri):
-        return table.vacuum(dry_run=False, **options), set()
+        doomed = [rel for rel in table.vacuum(dry_run=True, **options) if remote.exists(f"{uri}/{rel}")]
+        if doomed:
+            table.vacuum(dry_run=False, **options)
+        return doomed, set()
     deleted, links = [], set()
     for rel in table.vacuum(dry_run=True, **options):
         link = _delete_inside(uri, rel)
         if link is None:
             deleted.append(rel)
-        elif link:
+        elif link and link is not _GONE:
             links.add(link)
     return deleted, links
 
 
+_GONE = "(gone)"  # what _delete_inside says of a file deleted before
+
+
 def _delete_inside(folder: str, rel: str) -> str | None:
-    """Delete the regular file ``folder/rel`` without following a link: None when deleted (or already
-    gone); else the link met on the way (relative to ``folder``), or "" for a path that leaves it."""
+    """Delete the regular file ``folder/rel`` without following a link: None when deleted, ``_GONE`` when
+    it was already gone; else the link met on the way (relative to ``folder``), or "" for a path that leaves it."""
     from urllib.parse import unquote
 
     parts = unquote(rel).split("/")
@@ -215,7 +223,7 @@ def _delete_inside(folder: str, rel: str) -> str | None:
     try:
         fd = os.open(folder, nofollow)
     except FileNotFoundError:
-        return None
+        return _GONE
     except OSError:  # ELOOP / ENOTDIR: the table folder itself is a link (or no folder)
         return "."
     try:
@@ -223,7 +231,7 @@ def _delete_inside(folder: str, rel: str) -> str | None:
             try:
                 below = os.open(part, nofollow, dir_fd=fd)
             except FileNotFoundError:
-                return None
+                return _GONE
             except OSError:
                 return "/".join(parts[:i + 1])
             os.close(fd)
@@ -231,7 +239,7 @@ def _delete_inside(folder: str, rel: str) -> str | None:
         try:
             st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
         except FileNotFoundError:
-            return None
+            return _GONE
         if not stat.S_ISREG(st.st_mode):
             return "/".join(parts)  # a link (or a FIFO, a socket) where a file was: not ours to remove
         os.unlink(parts[-1], dir_fd=fd)  # (unlink never follows a link at the name itself)
@@ -251,6 +259,25 @@ def live_files(uri: str, version: int) -> list[str]:
     """Absolute paths of the table's files at ``version`` (deltalake gives them percent-encoded: a root
     with a space in its path would read as missing files)."""
     return live_files_and_schema(uri, version)[0]
+
+
+def live_files_by_version(uri: str, versions: set[int]) -> dict[int, list[str] | None]:
+    """``live_files`` of each of ``versions``, the log read forward once (a version that cannot be loaded,
+    its log cleaned up: None), for questions about many snapshots at once (``views.readable_snapshots``)."""
+    from urllib.parse import unquote
+
+    out: dict[int, list[str] | None] = {}
+    table = None
+    for v in sorted(versions):
+        try:
+            if table is None:
+                table = open_table(uri, v)
+            else:
+                table.load_as_version(v)
+            out[v] = [unquote(u) for u in table.file_uris()]
+        except Exception:  # noqa: BLE001 - deltalake's errors for a version it cannot rebuild
+            out[v], table = None, None
+    return out
 
 
 def live_files_and_schema(uri: str, version: int):

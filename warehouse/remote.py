@@ -770,6 +770,19 @@ def delete(path: str) -> None:
 
 
 def delete_object(url: str) -> None:
+    """Delete the object at ``url`` (one already gone is fine). On S3 through obstore: pyarrow's delete
+    keeps the folder the object was in by putting an empty ``folder/`` object there, which would stay
+    in a root after the run that wrote its only file was undone."""
+    if split(url)[0] == "s3":
+        import obstore
+
+        store, key = _object_store(url)
+        try:
+            obstore.delete(store, key)
+        except Exception as e:  # noqa: BLE001
+            if type(e).__name__ != "NotFoundError" or "NoSuchBucket" in str(e):
+                raise run_error(url, e, writing=True) from None
+        return
     fs, path = filesystem(url)
     try:
         fs.delete_file(path)

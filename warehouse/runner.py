@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from .catalog import Catalog
 from .checks import option
-from .commit import Changes, CommitAhead, commit, repair
+from .commit import COMMITTED, Changes, CommitAhead, commit, repair
 from .discover import Compressed, LoopSkipped, Unreachable, walk
 from .encodings import skipped_note
 from . import remote
@@ -458,7 +458,7 @@ def _no_interrupts():
 
 def _interrupted_state(store: Store, run_id: str) -> str:
     if _committed(store, run_id):
-        return "interrupted after the run was committed: the warehouse holds its rows"
+        return COMMITTED
     if not store.exists():
         return f"interrupted: nothing was written, there is no warehouse at {store.root}"
     return "interrupted: the warehouse is as it was before this run, nothing of the run was kept"

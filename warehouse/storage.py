@@ -447,7 +447,8 @@ class Lease:
       ``check``): replace it only if it is still the version this run last wrote;
     * releasing: replace it with a released lease, on the same condition. The object stays:
       object_store (obstore) has no conditional delete, and an unconditional one could delete
-      the lease of a writer that took over meanwhile.
+      the lease of a writer that took over meanwhile. Only a run that leaves no warehouse deletes
+      it (``forget``), right after renewing it: nobody can take it over for ``LEASE_SECONDS`` then.
 
     A renewal that finds another version means the lease was taken over: ``lost`` says by
     whom, and ``check`` raises LeaseLost.
@@ -549,6 +550,17 @@ class Lease:
                 f"from for over {LEASE_SECONDS:g} s (paused, or cut off from the store), so the root was given to "
                 "another writer; nothing of this run was committed (the new holder repairs the tables): run again"
             )
+
+    def forget(self) -> None:
+        """Delete the lease, if it is still ours: renewed first, so for ``LEASE_SECONDS`` nobody can have
+        taken it over, and the unconditional delete is of this run's lease. Nothing is renewed or
+        released after it (a writer waiting creates its own)."""
+        with self._mutex:
+            if self.lost is None:
+                self.lost = self._replace(self._body())
+            if self.lost is None:
+                remote.delete_object(self.url)
+                self.lost = "nobody (this run deleted it, leaving no warehouse)"
 
     def release(self) -> None:
         """Mark the lease released, if it is still ours (taken over at the very end, it is the new holder's)."""
@@ -749,4 +761,7 @@ class RemoteStore(Store):
                     remote.delete_object(f"{d}/{name}")
 
     def forget(self, *, created: str | None) -> None:
-        pass  # a prefix is no folder: a run that committed nothing leaves no object behind
+        """After a run that committed nothing into a root with no warehouse: its lease deleted, as a local
+        root's lock file is (the run's files are gone already, ``discard_run``; a prefix is no folder)."""
+        if self._lease is not None and not self.exists():
+            self._lease.forget()

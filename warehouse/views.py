@@ -230,18 +230,41 @@ def pinned_files(store: Store, record: SnapshotRecord, schemas: dict | None = No
     return out
 
 
-def readable_hint(store: Store) -> str:
-    """Which snapshots can still be read (their files all there), for messages about one that cannot."""
+def readable_snapshots(store: Store, records: list[SnapshotRecord] | None = None) -> set[int]:
+    """The numbers of the snapshots (of ``records``, default all) whose files are all still there:
+    `warehouse compact` deletes the files only older snapshots read. Each table's log is read
+    forward once, and each file looked for once, however many snapshots pin it."""
     from . import delta, remote
 
+    records = store.snapshots() if records is None else records
+    pinned: dict[str, set[int]] = {}
+    for record in records:
+        for name, p in record.tables.items():
+            pinned.setdefault(name, set()).add(p["version"])
+    there: dict[str, bool] = {}
+
+    def all_there(files: list[str] | None) -> bool:
+        if files is None:
+            return False
+        for f in files:
+            if f not in there:
+                there[f] = remote.exists(f)
+            if not there[f]:
+                return False
+        return True
+
+    ok = {(name, v): all_there(files) for name, versions in pinned.items()
+          for v, files in delta.live_files_by_version(store.table_uri(name), versions).items()}
+    return {r.number for r in records if all(ok[name, p["version"]] for name, p in r.tables.items())}
+
+
+def readable_hint(store: Store) -> str:
+    """Which snapshots can still be read (their files all there), for messages about one that cannot."""
+    records = store.snapshots()
+    good = readable_snapshots(store, records)
     readable = []
-    for record in reversed(store.snapshots()):
-        try:
-            ok = all(remote.exists(f) for name, p in record.tables.items()
-                     for f in delta.live_files(store.table_uri(name), p["version"]))
-        except Exception:
-            ok = False
-        if not ok:
+    for record in reversed(records):
+        if record.number not in good:
             break
         readable.append(record.number)
     if not readable:
