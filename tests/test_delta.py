@@ -378,10 +378,13 @@ def test_a_root_of_the_manifest_layout_is_converted_by_the_next_ingest(tmp_path)
     assert not (old_root / ".lock").exists()
     Warehouse(new_root).ingest(samples)
     converted, fresh = warehouse.connect(old_root), warehouse.connect(new_root)
+    # columns declared since the manifest layout are NULL in the converted rows (the files were not read again)
+    pinned = Store(old_root).read_snapshot().tables
     for name in [*warehouse.TABLES, "path_fields"]:
         view = f"raw.{name}" if name in warehouse.TABLES else name
+        known = (set(pinned[name].get("columns", ())) or None) if name in warehouse.TABLES else None
         cols = [r[0] for r in fresh.execute(f"DESCRIBE {view}").fetchall()
-                if r[0] not in ("ingest_run", "ingested_at", "mtime_ns")]
+                if r[0] not in ("ingest_run", "ingested_at", "mtime_ns") and (known is None or r[0] in known)]
         q = f"SELECT {', '.join(cols)} FROM {view}"
         assert canonical(converted.sql(q).to_arrow_table().to_pylist(), cols) == \
             canonical(fresh.sql(q).to_arrow_table().to_pylist(), cols), name
