@@ -25,6 +25,8 @@ SELECT
     a.token_start,
     a.token_end,
     a.token_source,
+    a.tokenizer,
+    a.tokenizer_revision,
     a.token_base,
     CASE a.token_base
         WHEN 'sequence' THEN a.token_start

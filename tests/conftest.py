@@ -57,6 +57,19 @@ REALDATA = REPO.parent / "shared" / "realdata"
 VOLATILE_COLUMNS = {"response_id", "annotation_id", "record_id", "mtime_ns", "ingest_run", "ingested_at"}
 
 
+@pytest.fixture(scope="session", autouse=True)
+def empty_hugging_face_cache(tmp_path_factory):
+    """No test sees this machine's Hugging Face cache, nor the network: a response's model whose tokenizer
+    happened to be cached here would tokenize it (docs/annotations.md#token-ranges). Tests that want a cache
+    point HF_HOME at one of their own."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HF_HOME", str(tmp_path_factory.mktemp("hf_home")))
+        for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+            mp.delenv(name, raising=False)
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        yield
+
+
 def pytest_addoption(parser):
     parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/* from the current output (read the diff!)")
 

@@ -199,7 +199,7 @@ def test_root_metadata_and_categories_are_queryable(aw):
 def test_spans_in_responses_without_tokens_say_how_to_get_token_ranges(aw):
     [r] = [r for r in spans_of(aw, "pos_annotations.json") if r["loc"] == ".annotations[2][0]"]
     assert r["token_start"] is None and r["unresolved_reason"] == (
-        "the response has no stored tokens; ingest with --tokenizer DIR for token ranges")
+        "the response has no stored tokens and names no model; ingest with --tokenizer DIR or MODEL for token ranges")
 
 
 def test_sentence_categories_are_kept(aw):
@@ -346,7 +346,7 @@ def test_a_damaged_tokenizer_stops_the_run_where_it_is_loaded_and_changes_nothin
     r = _warehouse_cli("tokenize", "--root", annotated.root, "--tokenizer", tmp_path / "damaged", "--jobs", "1")
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert r.stderr.startswith(f"error: --tokenizer {tmp_path / 'damaged'}: cannot load a tokenizer from it (")
-    assert r.stderr.endswith("give --tokenizer another folder, or --no-tokenizer to do without\n")
+    assert r.stderr.endswith("give --tokenizer another folder or model, or --no-tokenizer to do without\n")
     assert _state(annotated) == before
 
 
@@ -380,7 +380,7 @@ def test_a_remembered_tokenizer_that_is_gone_is_a_usage_error_saying_how_to_chan
     r = _warehouse_cli("ingest", tree, "--root", w.root, "--jobs", "1")
     assert r.returncode == 2, r.stderr
     assert r.stderr == (f"error: --tokenizer {moved}, remembered from an earlier run: not a directory (give a local "
-                        "tokenizer directory, e.g. one saved with save_pretrained); give --tokenizer again with another, "
+                        "tokenizer directory, e.g. one saved with save_pretrained, or a model id); give --tokenizer again with another, "
                         "or --no-tokenizer to forget it\n")
     assert _state(w) == before
     # another folder replaces it ...

@@ -41,6 +41,7 @@ DERIVED = {
     "locator", "stage", "error", "raw_bytes", "target", "level", "candidate_index", "turn_index", "part_index",
     "record_index", "thread_turn_index", "attachment_index", "chunk_index", "reference_index", "rubric_index",
     "criterion_index", "occurrences", "char_start", "char_end", "match", "unresolved_reason", "token_source",
+    "tokenizer", "tokenizer_revision",
     "token_base", "tokens_suspect", "responses_dir",
 }
 

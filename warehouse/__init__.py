@@ -102,9 +102,9 @@ def ingest(
     first bad record and changes nothing; ``jobs`` worker processes (default: one per core);
     ``prune`` drops the rows of catalogued files under ``paths`` that no longer exist;
     ``wait=False`` raises LockedError instead of waiting for another ingest into ``root``;
-    ``max_record_mb`` quarantines larger records; ``tokenizer`` a local tokenizer directory
-    for annotation token ranges (remembered for later runs; None: the remembered one, False: forget
-    it, as ``--no-tokenizer``); ``options`` run options that
+    ``max_record_mb`` quarantines larger records; ``tokenizer`` a local tokenizer directory, or the id
+    of a model in the local Hugging Face cache, for annotation token ranges (remembered for later runs;
+    None: the remembered one, False: forget it, as ``--no-tokenizer``); ``options`` run options that
     ingestors read (``tokenizer`` is one); ``registry`` the formats to read with (default:
     the installed ones, ``warehouse.registry``); ``progress`` on stderr;
     ``fast_paths=False`` reads every record through the record path (the formats' vectorised
@@ -128,7 +128,7 @@ def ingest(
     if tokenizer is False:
         run_options["tokenizer"] = False  # forgotten: the run's settings drop it (runner._settings)
     elif tokenizer is not None:
-        run_options["tokenizer"] = checks.directory(tokenizer, "tokenizer", TOKENIZER_DIR)
+        run_options["tokenizer"] = checks.directory_or_name(tokenizer, "tokenizer", TOKENIZER)
     return _ingest(
         [os.fsdecode(p) for p in paths],  # type: ignore[union-attr]
         root,
@@ -178,16 +178,17 @@ def export(
 
 def tokenize(root: StrPath, tokenizer: StrPath, *, jobs: int | None = None, progress: bool = True,
              storage_options: Mapping[str, str] | Iterable[str] | None = None) -> IngestSummary:
-    """Add token ranges to an existing warehouse with a local tokenizer directory; see ``warehouse tokenize``.
+    """Add token ranges to an existing warehouse with a local tokenizer directory or a model id found in the
+    local Hugging Face cache; see ``warehouse tokenize``.
     ``root`` may be an ``s3://`` URL (``storage_options`` as for ``ingest``)."""
     from . import checks, remote
     from .runner import tokenize as _tokenize
 
     root = checks.root(root)
     checks.count(jobs, "jobs", least=1)
-    return _tokenize(root, checks.directory(tokenizer, "tokenizer", TOKENIZER_DIR), jobs=jobs, progress=progress,
+    return _tokenize(root, checks.directory_or_name(tokenizer, "tokenizer", TOKENIZER), jobs=jobs, progress=progress,
                      storage_options=remote.canonical(storage_options))
 
 
 #: what ``tokenizer`` must name, said when it does not
-TOKENIZER_DIR = "give a local tokenizer directory, e.g. one saved with save_pretrained"
+TOKENIZER = "give a local tokenizer directory, e.g. one saved with save_pretrained, or a model id"

@@ -59,12 +59,19 @@ def root(path: str | os.PathLike, name: str = "root") -> str:
     return os.fsdecode(text)
 
 
-def directory(path: str | os.PathLike, name: str, what: str) -> str:
-    """An existing local directory, as an absolute path (``what`` says which directory is wanted)."""
-    text = os.fsdecode(os.fspath(path))
-    if not os.path.isdir(text):
+def directory_or_name(value: str | os.PathLike, name: str, what: str) -> str:
+    """A local directory, as an absolute path, or a name a format looks up (a model id: ``tokenizer``).
+
+    What names a place on this disk must be a directory: a path that exists, or an absolute (or ``./``,
+    ``~``) one. Any other text is passed on as given, for the formats to judge
+    (``Ingestor.option_problem``, asked of every run). ``what`` says what is wanted.
+    """
+    text = os.fsdecode(os.fspath(value))
+    if os.path.isdir(text):
+        return os.path.abspath(text)
+    if not text or os.path.exists(text) or os.path.isabs(text) or text.startswith((".", "~")):
         raise UsageError(f"{option(name)} {text}: not a directory ({what})")
-    return os.path.abspath(text)
+    return text
 
 
 def positive(value: Any, name: str, unit: str = "") -> Any:

@@ -60,6 +60,7 @@ from them: warehouse sql "SHOW TABLES" --root wh lists every view
 TOKENIZE_EXAMPLES = """\
 examples:
   warehouse tokenize --root wh --tokenizer ~/models/gemma-2-2b-it
+  warehouse tokenize --root wh --tokenizer google/gemma-2-2b-it   # from the local Hugging Face cache (HF_HOME)
   warehouse ingest experiments/ --root wh --tokenizer ~/models/gemma-2-2b-it   # the same, while ingesting
 """
 
@@ -191,7 +192,10 @@ def build_parser(format_names: bool = True):
     p.add_argument("--no-wait", dest="wait", action="store_false", help="fail (exit 4) instead of waiting when another ingest holds the warehouse (the default is to wait)")
     p.add_argument("--max-record-mb", type=float, default=64.0, help="largest single record read, in MB (default 64); larger ones are quarantined")
     tok = p.add_mutually_exclusive_group()
-    tok.add_argument("--tokenizer", metavar="DIR", help="local tokenizer directory (transformers) for token ranges of responses without stored tokens; remembered for later runs")
+    tok.add_argument("--tokenizer", metavar="DIR|MODEL",
+                     help="local tokenizer directory (transformers), or a model id found in the local Hugging Face "
+                          "cache (never downloaded), for token ranges of responses without stored tokens; remembered "
+                          "for later runs (without one: each response's own model, when the cache holds it)")
     tok.add_argument("--no-tokenizer", dest="tokenizer", action="store_const", const=False,
                      help="forget the tokenizer remembered from an earlier run (token ranges it gave are dropped)")
     p.add_argument("--engine", default="local", choices=ENGINES,
@@ -207,14 +211,16 @@ def build_parser(format_names: bool = True):
         help="add token ranges to an existing warehouse with a local tokenizer",
         description=(
             "Re-read the annotation files of the warehouse with a tokenizer loaded from a local directory "
-            "(transformers), so spans in responses without stored tokens get token ranges. Only the files "
+            "or found by its model id in the local Hugging Face cache (transformers; nothing is downloaded), "
+            "so spans in responses without stored tokens get token ranges. Only the files "
             "that need it are read again; the tokenizer is remembered for later ingests."
         ),
         epilog=TOKENIZE_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _root(t)
-    t.add_argument("--tokenizer", required=True, metavar="DIR", help="local tokenizer directory")
+    t.add_argument("--tokenizer", required=True, metavar="DIR|MODEL",
+                   help="local tokenizer directory, or a model id found in the local Hugging Face cache")
     t.add_argument("--jobs", type=int, default=None, help="worker processes (default: one per core)")
     t.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary on stderr")
 

@@ -80,6 +80,10 @@ class Ingestor(ABC):
     #: SQL statements (``CREATE OR REPLACE VIEW ...``) making its own views, run after the
     #: views of ``sql/``, so they may read every view there
     views: ClassVar[tuple[str, ...]] = ()
+    #: sections of ``warehouse stats`` of its own, ``{name: SQL query over the views}``: each result is shown
+    #: after the core's counts, headed by ``name`` (underscores as spaces; one without rows is left out), and
+    #: in ``--format json`` under ``name`` as a list of objects
+    stats_queries: ClassVar[Mapping[str, str]] = {}
 
     # --- what exports may ask of it -------------------------------------------------------------
     #: ``warehouse export --format <name>``: the selection written back in this format, with the

@@ -116,16 +116,19 @@ def stats(root: str | os.PathLike, *, files: bool = False, format: str | None = 
     """Row counts per table, and records seen / ingested / quarantined per format and per file.
 
     For every file, ``records == ingested + quarantined`` (count conservation). ``files`` lists
-    every file; by default only those with quarantined records or not ingested. Without
-    ``format``: a dict ``{"tables", "formats", "files"}``; with ``format`` (``table`` or
+    every file; by default only those with quarantined records or not ingested. The installed
+    formats add sections of their own (``Ingestor.stats_queries``). Without
+    ``format``: a dict ``{"tables", "formats", "files", <section>...}``; with ``format`` (``table`` or
     ``json``): that written to ``out`` (default stdout) as ``warehouse stats`` prints it; returns None.
     """
     checks.choice(format, "format", STATS_FORMATS)
     con = open_existing(root, storage_options=storage_options)
     try:
         st = _stats(con, files)
+        sections = _format_sections(con)
     finally:
         con.close()
+    st.update({name: [dict(zip(names, row)) for row in rows] for name, (names, rows) in sections.items()})
     if format is None:
         return st
     per_format = ["format", "status", "files", "records", "ingested", "quarantined", "bytes"]
@@ -135,8 +138,26 @@ def stats(root: str | os.PathLike, *, files: bool = False, format: str | None = 
     if st["files"]:
         tables.append((None if files else "files with quarantined records or not ingested:", per_file,
                        [[r[c] for c in per_file] for r in st["files"]]))
+    for name, (names, rows) in sections.items():
+        if rows:
+            tables.append((name.replace("_", " ") + ":", names, rows))
     write_report(st, format, out, tables)
     return None
+
+
+def _format_sections(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[list[str], list[list[Any]]]]:
+    """The installed formats' own sections (``Ingestor.stats_queries``): column names and rows of each."""
+    from .registry import Registry
+
+    sections = {}
+    for ingestor in Registry.installed().ingestors():
+        for name, query in ingestor.stats_queries.items():
+            try:
+                rel = con.execute(query)
+            except duckdb.Error as e:  # a format's query that does not fit its views: a bug, said in one line
+                raise QueryError(f"the stats section {name} of the format {ingestor.name} failed: {e}") from None
+            sections[name] = ([d[0] for d in rel.description], [list(r) for r in rel.fetchall()])
+    return sections
 
 
 def _stats(con: duckdb.DuckDBPyConnection, every_file: bool) -> dict[str, Any]:

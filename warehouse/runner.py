@@ -496,7 +496,7 @@ def tokenize(root: str, tokenizer: str, **options) -> IngestSummary:
             open_for_writing(store, say)
     catalog = Catalog.load(store, store.read_snapshot())
     paths = [p for p in catalog.asking_for("tokenizer") if remote.isfile(p)]
-    opts = dict(options.pop("options", None) or {}, tokenizer=os.path.abspath(tokenizer))
+    opts = dict(options.pop("options", None) or {}, tokenizer=tokenizer)  # a folder made absolute by the API
     if not paths:
         summary = IngestSummary(run_id="")
         summary.notes.append("no catalogued source uses a tokenizer (no annotation files): nothing to do")

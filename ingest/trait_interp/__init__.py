@@ -21,6 +21,7 @@ from warehouse.records import Mapped, Record, RecordContext
 from .. import tokenizers
 from . import kinds, schema
 from .annotations import annotation_records, map_annotations
+from .token_stats import SPANS_BY_TOKENIZER_SQL
 from .user_prompts import USER_PROMPTS_SQL
 from .responses import map_response
 from .sidecars import map_generation_metadata, map_prompt, prompt_set_records
@@ -38,6 +39,7 @@ class TraitInterp(Ingestor):
     columns = schema.COLUMNS
     tables = schema.TABLES
     user_prompts_sql = USER_PROMPTS_SQL  # responses.prompt holds the chat-templated prompt
+    stats_queries = {"spans_by_tokenizer": SPANS_BY_TOKENIZER_SQL}  # which tokenizer made the token ranges
     fast_documents_path = True  # inference files of the common flat shape: fast.py
     worker_modules = (f"{__name__}.fast",)
     exporter = exporter_in(f"{__name__}.export")
@@ -67,7 +69,8 @@ class TraitInterp(Ingestor):
         return kinds.not_records(path)
 
     def option_problem(self, name: str, value: Any) -> str | None:
-        # annotation files re-tokenize responses without stored tokens (annotation_targets.py)
+        # annotation files re-tokenize responses without stored tokens (annotation_targets.py): a folder, or a
+        # model id in the local Hugging Face cache
         return tokenizers.problem(value) if name == "tokenizer" else None
 
     def records(self, src: SourceFile) -> Iterator[Record]:

@@ -47,6 +47,7 @@ class Target:
     tokens: list[str] | None = None  # the full stored token sequence
     offsets: list[tuple[int, int]] | None = None  # character span of each response token
     token_source: str | None = None  # stored_tokens or tokenizer
+    tokenizer: tokenizers.Located | None = None  # the tokenizer that made the offsets (token_source tokenizer)
     prompt_tokens: int | None = None
     missing: str | None = None  # why there is no text
     no_tokens: str | None = None  # why there are no token offsets
@@ -58,8 +59,10 @@ class Resolver:
     mode: str | None  # "array", "dir" or None (unknown)
     location: str | None  # the array file or the prompt-set directory
     why_unknown: str | None = None
-    tokenizer_dir: str | None = None
+    #: the run's ``--tokenizer`` (as given, and where it is): used for every response without stored tokens
+    given: tuple[str, tokenizers.Located] | None = None
     _array: list | None = field(default=None, repr=False)
+    _models: dict[str, tokenizers.Located] = field(default_factory=dict, repr=False)  # looked up in the cache
     _array_error: str | None = None
 
     def describe(self) -> str | None:
@@ -145,13 +148,47 @@ class Resolver:
                 t.offsets, t.token_source, t.prompt_tokens = offsets, "stored_tokens", prompt_end
                 return
             t.no_tokens = "the stored tokens do not spell the response"
-        if self.tokenizer_dir:
-            tok = tokenizers.load(self.tokenizer_dir)
-            tk = tokenizers.tokenize(tok, row.get("prompt"), text)
-            t.offsets, t.token_source, t.prompt_tokens = tk.offsets, "tokenizer", tk.prompt_tokens
-            t.no_tokens = None
-        elif t.no_tokens is None:
-            t.no_tokens = "the response has no stored tokens; ingest with --tokenizer DIR for token ranges"
+        if self.given is not None:
+            tok = tokenizers.load_given(*self.given)
+            self._tokenize(t, tok, self.given[1], row)
+            return
+        # none given: the tokenizer of the response's own model, when the local hub cache holds it
+        model = row.get("inference_model")
+        why = t.no_tokens or "the response has no stored tokens"
+        if model is None or not tokenizers.is_model_id(model):
+            t.no_tokens = f"{why} and names no model; ingest with --tokenizer DIR or MODEL for token ranges"
+            return
+        if not tokenizers.usable():
+            t.no_tokens = (f"{why}; ingest with --tokenizer DIR or MODEL for token ranges, or install "
+                           f"'response-warehouse[tokenize]' to use the tokenizer of its model {model} when the local "
+                           "Hugging Face cache holds it")
+            return
+        found = self._cached(model)
+        if found.directory is None:
+            t.no_tokens = (f"{why}, and the local Hugging Face cache holds no tokenizer of its model {model}: download "
+                           f"it ({tokenizers.download(model)}) and ingest again, or ingest with --tokenizer DIR or MODEL")
+            return
+        try:
+            tok = tokenizers.load(found.directory)
+        except tokenizers.Unusable as e:  # not asked for: the spans say so, and the run goes on
+            t.no_tokens = f"{why}, and the tokenizer of its model {model} in the local Hugging Face cache: {e}"
+            return
+        self._tokenize(t, tok, found, row)
+
+    @staticmethod
+    def _tokenize(t: Target, tok, found: tokenizers.Located, row: dict) -> None:
+        tk = tokenizers.tokenize(tok, row.get("prompt"), t.text)
+        t.offsets, t.token_source, t.prompt_tokens = tk.offsets, "tokenizer", tk.prompt_tokens
+        t.tokenizer, t.no_tokens = found, None
+
+    def _cached(self, model: str) -> tokenizers.Located:
+        """The tokenizer of the response's own model in the local hub cache, looked up once per file; what the
+        answer rests on is a dependency of the file, so a tokenizer downloaded (or updated) later is used."""
+        if model not in self._models:
+            found = self._models[model] = tokenizers.cached(model)
+            for path in found.depends_on:
+                self.src.read_dependency(path, from_data=False)
+        return self._models[model]
 
 
 def as_index(idx: Any) -> int | None:
@@ -174,10 +211,13 @@ def base_name(path: str) -> tuple[str, str]:
 
 def resolver_for(src: SourceFile, form: str, root: dict) -> Resolver:
     r = _resolver_for(src, form, root)
-    # The tokenizer is a dependency too: another one, or a retrained one, redoes the file.
-    r.tokenizer_dir = src.option("tokenizer")
-    if r.tokenizer_dir:
-        src.read_dependency(os.path.join(r.tokenizer_dir, "tokenizer.json"), from_data=False)
+    # The tokenizer is a dependency too: another one, a retrained one or a new revision in the cache redoes the file.
+    value = src.option("tokenizer")
+    if value:
+        found = tokenizers.locate(value)
+        for path in found.depends_on:
+            src.read_dependency(path, from_data=False)
+        r.given = (value, found)
     return r
 
 

@@ -237,6 +237,8 @@ def _span_row(ctx, sub, target: Target, *, text, repeat, category, intensity, no
         if tr is not None:
             row.update(token_start=tr[0], token_end=tr[1], token_source=target.token_source,
                        token_base="response", prompt_tokens=target.prompt_tokens)
+            if target.tokenizer is not None:
+                row.update(tokenizer=target.tokenizer.name, tokenizer_revision=target.tokenizer.revision)
         else:
             reasons.append(target.no_tokens or "no token covers the span")
     row["unresolved_reason"] = "; ".join(r for r in reasons if r) or None

@@ -11,6 +11,9 @@ SPAN_COLUMNS: tuple[Column, ...] = (
     C("match", STR, "how the span was found: exact, case_insensitive; NULL when not found"),
     C("unresolved_reason", STR, "why a span has no character range (not found, empty, repeat beyond the occurrences, no response text)"),
     C("token_source", STR, "where the token range comes from: annotation_file, stored_tokens or tokenizer"),
+    C("tokenizer", STR, "the tokenizer that made the token range (token_source tokenizer): its folder, or the Hugging "
+      "Face model id it was found by in the local cache"),
+    C("tokenizer_revision", STR, "the revision (commit) of that model the local Hugging Face cache held; NULL for a folder"),
     C("token_base", STR, "token indices are relative to the response start (response) or the whole sequence (sequence)"),
     C("prompt_tokens", I64, "prompt length in tokens under the tokenization used: absolute index = prompt_tokens + token_start"),
 )
