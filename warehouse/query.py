@@ -113,11 +113,12 @@ def sql(
 
 def stats(root: str | os.PathLike, *, files: bool = False, format: str | None = None,
           out: IO[str] | None = None, storage_options: StorageOptions = None) -> dict[str, Any] | None:
-    """Row counts per table, and records seen / ingested / quarantined per format and per file.
+    """Row counts per table, and records seen / ingested / quarantined per format and per file, and
+    notes on what the counts do not show (per-token values whose response is missing).
 
     For every file, ``records == ingested + quarantined`` (count conservation). ``files`` lists
     every file; by default only those with quarantined records or not ingested. Without
-    ``format``: a dict ``{"tables", "formats", "files"}``; with ``format`` (``table`` or
+    ``format``: a dict ``{"tables", "notes", "formats", "files"}``; with ``format`` (``table`` or
     ``json``): that written to ``out`` (default stdout) as ``warehouse stats`` prints it; returns None.
     """
     checks.choice(format, "format", STATS_FORMATS)
@@ -136,7 +137,23 @@ def stats(root: str | os.PathLike, *, files: bool = False, format: str | None = 
         tables.append((None if files else "files with quarantined records or not ingested:", per_file,
                        [[r[c] for c in per_file] for r in st["files"]]))
     write_report(st, format, out, tables)
+    if format == "table" and st["notes"]:
+        (out or sys.stdout).write("\n" + "\n".join(st["notes"]) + "\n")
     return None
+
+
+def _notes(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """What the counts do not show: per-token values whose response is not in the warehouse (their
+    rows are kept, with the id their response's file would have: ingesting it links them)."""
+    lists, files = con.execute(
+        "SELECT count(*), count(DISTINCT source_path) FROM raw.token_values "
+        "WHERE response_id IS NULL OR response_id NOT IN (SELECT response_id FROM raw.responses)").fetchone()
+    if not lists:
+        return []
+    return [f"token_values: {lists:,} lists of per-token values from {files:,} file{'s' * (files != 1)} belong to a response the "
+            "warehouse does not hold (its file is missing or not ingested yet); see them with: warehouse sql "
+            "\"SELECT DISTINCT source_path, response_id FROM token_values WHERE response_id NOT IN "
+            "(SELECT response_id FROM responses)\""]
 
 
 def _stats(con: duckdb.DuckDBPyConnection, every_file: bool) -> dict[str, Any]:
@@ -159,6 +176,7 @@ def _stats(con: duckdb.DuckDBPyConnection, every_file: bool) -> dict[str, Any]:
     ).fetchall()
     return {
         "tables": tables,
+        "notes": _notes(con),
         "formats": [
             dict(zip(("format", "status", "files", "records", "ingested", "quarantined", "bytes"), r)) for r in fmt_rows
         ],
