@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+from decimal import Decimal
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,7 +42,8 @@ DERIVED = {
     "locator", "stage", "error", "raw_bytes", "target", "level", "candidate_index", "turn_index", "part_index",
     "record_index", "thread_turn_index", "attachment_index", "chunk_index", "reference_index", "rubric_index",
     "criterion_index", "occurrences", "char_start", "char_end", "match", "unresolved_reason", "token_source",
-    "token_base", "tokens_suspect", "responses_dir",
+    "token_base", "tokens_suspect", "responses_dir", "segment", "vector_index", "response_path", "shape",
+    "experiment",
 }
 
 
@@ -84,7 +86,7 @@ def _key(value) -> tuple | None:
     """How a leaf compares: booleans, numbers (int or float alike) and strings apart."""
     if isinstance(value, bool):
         return ("bool", value)
-    if isinstance(value, (int, float)):
+    if isinstance(value, (int, float, Decimal)):  # a decimal column's value is the number the text wrote
         return ("num", "nan" if isinstance(value, float) and math.isnan(value) else float(value))
     if isinstance(value, str):
         return ("str", value)
