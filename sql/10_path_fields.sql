@@ -2,6 +2,9 @@
 --
 -- Keyed on the last `experiments/` segment of the path (layouts: docs/paths.md):
 --   inference   experiments/{exp}/inference/[{variant}/]responses/{prompt_set...}/{prompt_id}.json
+-- per-token projections (trait exactly {category}/{name}):
+--   inference   experiments/{exp}/inference/[{variant}/]projections/{trait}/{prompt_set...}/{prompt_id}.json
+--               (older: experiments/{exp}/inference/[{variant}/]{trait}/{residual|attn}_stream/{prompt_set...}/{prompt_id}.json)
 --   extraction  experiments/{exp}/extraction/{trait...}/[{variant}/][val_]responses/{pos|neg}.json
 --   steering    experiments/{exp}/steering/{trait...}/[{variant}/]{position}/[{prompt_set...}/]responses/
 --                 baseline.json | [{component}/{method}/]L{layers}_c{coefs}[_{timestamp}].json
@@ -45,6 +48,12 @@ m AS (
         CASE WHEN pipe = 'steering' THEN regexp_extract(rel,
             '(?s)^[^/]+/steering/(.+?)/((?:response|prompt|all)_(?:all|-?[0-9]*_?-?[0-9]*))/(?:(.+)/)?responses/(.+)$',
             ['mid', 'position', 'prompt_set', 'sub']) END AS ste,
+        CASE WHEN pipe = 'inference' AND rel LIKE '%.json' AND rel LIKE '%/projections/%' THEN regexp_extract(rel,
+            '(?s)^[^/]+/inference/(?:([^/]+)/)?projections/([^/]+/[^/]+)/(.+)/([^/]+)\.json$',
+            ['variant', 'trait', 'prompt_set', 'prompt_id']) END AS prj,
+        CASE WHEN pipe = 'inference' AND rel LIKE '%.json' AND rel LIKE '%_stream/%' THEN regexp_extract(rel,
+            '(?s)^[^/]+/inference/(?:([^/]+)/)?([^/]+/[^/]+)/(?:residual|attn)_stream/(.+)/([^/]+)\.json$',
+            ['variant', 'trait', 'prompt_set', 'prompt_id']) END AS stm,
         CASE WHEN pipe = 'inference' AND rel LIKE '%.pt' THEN regexp_extract(rel,
             '(?s)^[^/]+/inference/(?:([^/]+)/)?raw/(residual|internals)/(.+)/([^/]+?)(?:_L([0-9]+))?\.pt$',
             ['variant', 'component', 'prompt_set', 'prompt_id', 'layer']) END AS ainf,
@@ -78,10 +87,12 @@ SELECT
     CASE WHEN rel IS NOT NULL THEN exp END AS experiment,
     CASE WHEN rel IS NOT NULL THEN pipe END AS pipeline,
     CASE
-        WHEN pipe = 'inference' THEN coalesce(nullif(inf.variant, ''), nullif(ainf.variant, ''))
+        WHEN pipe = 'inference' THEN coalesce(nullif(inf.variant, ''), nullif(ainf.variant, ''),
+                                              nullif(prj.variant, ''), nullif(stm.variant, ''))
         WHEN len(string_split(mid, '/')) >= 3 THEN regexp_extract(mid, '[^/]+$')
     END AS model_variant,
     CASE
+        WHEN pipe = 'inference' THEN coalesce(nullif(prj.trait, ''), nullif(stm.trait, ''))
         WHEN len(string_split(mid, '/')) >= 3 THEN regexp_extract(mid, '(?s)^(.+)/[^/]+$', 1)
         ELSE mid
     END AS trait,
@@ -90,10 +101,12 @@ SELECT
         WHEN pipe = 'extraction' THEN nullif(aext.position, '')
     END AS position,
     CASE
-        WHEN pipe = 'inference' THEN coalesce(nullif(inf.prompt_set, ''), nullif(ainf.prompt_set, ''))
+        WHEN pipe = 'inference' THEN coalesce(nullif(inf.prompt_set, ''), nullif(ainf.prompt_set, ''),
+                                              nullif(prj.prompt_set, ''), nullif(stm.prompt_set, ''))
         WHEN pipe = 'steering' THEN nullif(ste.prompt_set, '')
     END AS prompt_set,
-    CASE WHEN pipe = 'inference' THEN coalesce(nullif(inf.prompt_id, ''), nullif(ainf.prompt_id, '')) END AS prompt_id,
+    CASE WHEN pipe = 'inference' THEN coalesce(nullif(inf.prompt_id, ''), nullif(ainf.prompt_id, ''),
+                                               nullif(prj.prompt_id, ''), nullif(stm.prompt_id, '')) END AS prompt_id,
     CASE
         WHEN pipe = 'extraction' AND ext.stem IN ('pos', 'neg') THEN ext.stem
         WHEN pipe = 'extraction' THEN nullif(regexp_extract(source_path, 'val_(pos|neg)_layer[0-9]+\.pt$', 1), '')

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+from decimal import Decimal
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,7 +43,8 @@ DERIVED = {
     "record_index", "thread_turn_index", "attachment_index", "chunk_index", "reference_index", "rubric_index",
     "criterion_index", "occurrences", "char_start", "char_end", "match", "unresolved_reason", "token_source",
     "tokenizer", "tokenizer_revision",
-    "token_base", "tokens_suspect", "responses_dir",
+    "token_base", "tokens_suspect", "responses_dir", "segment", "vector_index", "response_path", "shape",
+    "experiment",
 }
 
 
@@ -85,7 +87,7 @@ def _key(value) -> tuple | None:
     """How a leaf compares: booleans, numbers (int or float alike) and strings apart."""
     if isinstance(value, bool):
         return ("bool", value)
-    if isinstance(value, (int, float)):
+    if isinstance(value, (int, float, Decimal)):  # a decimal column's value is the number the text wrote
         return ("num", "nan" if isinstance(value, float) and math.isnan(value) else float(value))
     if isinstance(value, str):
         return ("str", value)

@@ -287,6 +287,10 @@ def test_an_annotation_file_is_told_by_its_keys_not_by_text_inside_strings(head,
     "/t/analysis/steering/prompts/trait.json", "datasets/traits/t/steering.json", "/t/datasets/traits/a/b/steering.json",
     "/t/mydatasets/inference/x.json", "/t/datasets/traits/steering.json", "/x/experiments/e/steering/results.jsonl.bak",
     "/x/experiments/e/inference/instruct/responses/set/1.json", "/x/r/pos_annotations_chars.json",
+    "/x/experiments/e/inference/v/projections/c/t/set/1.json", "experiments/e/inference/projections/c/t/s/prompt_1.json",
+    "/x/experiments/e/inference/v/c/t/residual_stream/a/b/1.json", "/x/experiments/e/inference/c/t/attn_stream/s/1.json",
+    "/x/experiments/e/c/t/inference/residual_stream_activations/prompt_1.json", "/x/experiments/e/inference/v/projections/c/1.json",
+    "/x/experiments/e/inference/a/b/c/d/residual_stream/s/1.json", "/x/projections/c/t/s/1.json",
 ])
 def test_a_paths_kind_is_what_the_patterns_alone_say(path):
     """kinds asks its path patterns only when the path holds a literal every match holds (a
@@ -301,10 +305,13 @@ def test_a_paths_kind_is_what_the_patterns_alone_say(path):
             return kinds.GENERATION_METADATA
         if kinds._PROMPT_SET_DIRS.search(p) or kinds._STEERING_QUESTIONS.search(p):
             return kinds.PROMPT_SET
+        if kinds._EXPERIMENT_CONFIG.search(p):
+            return kinds.EXPERIMENT_CONFIG
+        stream = kinds._STREAM.search(p)
+        if kinds._CURRENT.search(p) or (stream and len(stream["mid"].split("/")) in (2, 3)) or kinds._FIRST.search(p):
+            return kinds.PROJECTIONS
         return kinds.RESPONSES
 
     assert kinds.kind_of_path.__wrapped__(path) == regex_only(path)
-    steering, config = kinds._STEERING_RESULTS.search(path), kinds._EXPERIMENT_CONFIG.search(path)
     reason = kinds.not_records(path)
-    assert (reason is not None) == bool(steering or config)
-    assert reason is None or ("steering results" in reason) == bool(steering)
+    assert (reason is not None) == bool(kinds._STEERING_RESULTS.search(path))

@@ -42,7 +42,7 @@ from .storage import RUN_ID, LeaseLost, SnapshotRecord, Store, fsync
 from .tables import SOURCES, TABLES
 from .views import PATH_FIELDS, PathFieldsAhead, materialize_path_fields, path_fields_sql_hash
 from .worker import BatchResult
-from .writer import PARQUET_OPTIONS, open_parquet_writer
+from .writer import PARQUET_OPTIONS, column_encodings, open_parquet_writer
 
 
 @dataclass
@@ -282,7 +282,8 @@ def _drop_rows_of(store: Store, change: _TableChange, paths: set[str], new_name)
             continue
         change.removes.append(rel)
         change.rows_removed += hits
-        rewritten = _rewrite_without(src, value_set, store.data_path(change.name, new_name()))
+        rewritten = _rewrite_without(src, value_set, store.data_path(change.name, new_name()),
+                                     column_encodings(TABLES[change.name]) if change.name in TABLES else {})
         if rewritten is not None:
             change.adds.append(Part.of(str(store.root), rewritten))
     if change.removes:  # the columns of the files still live: read from their footers
@@ -305,7 +306,8 @@ def _any_between(sorted_values: list[str], low: str, high: str) -> bool:
     return i < len(sorted_values) and sorted_values[i] <= high
 
 
-def _rewrite_without(src: pq.ParquetFile, value_set: pa.Array, out_path: str) -> str | None:
+def _rewrite_without(src: pq.ParquetFile, value_set: pa.Array, out_path: str,
+                     encodings: dict[str, str]) -> str | None:
     """A copy of ``src`` at ``out_path`` without the rows whose ``source_path`` is in ``value_set``;
     None when no row is left. The name is the run's own, never derived from the old name,
     so it does not grow however often a file is rewritten."""
@@ -319,7 +321,7 @@ def _rewrite_without(src: pq.ParquetFile, value_set: pa.Array, out_path: str) ->
             if keep.num_rows == 0:
                 continue
             if writer is None:
-                writer = open_parquet_writer(out_path, group.schema)
+                writer = open_parquet_writer(out_path, group.schema, encodings=encodings)
             writer.write_table(keep, row_group_size=keep.num_rows)
     finally:
         if writer is not None:

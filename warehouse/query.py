@@ -113,12 +113,13 @@ def sql(
 
 def stats(root: str | os.PathLike, *, files: bool = False, format: str | None = None,
           out: IO[str] | None = None, storage_options: StorageOptions = None) -> dict[str, Any] | None:
-    """Row counts per table, and records seen / ingested / quarantined per format and per file.
+    """Row counts per table, and records seen / ingested / quarantined per format and per file, and
+    notes on what the counts do not show (per-token values whose response is missing).
 
     For every file, ``records == ingested + quarantined`` (count conservation). ``files`` lists
     every file; by default only those with quarantined records or not ingested. The installed
     formats add sections of their own (``Ingestor.stats_queries``). Without
-    ``format``: a dict ``{"tables", "formats", "files", <section>...}``; with ``format`` (``table`` or
+    ``format``: a dict ``{"tables", "notes", "formats", "files", <section>...}``; with ``format`` (``table`` or
     ``json``): that written to ``out`` (default stdout) as ``warehouse stats`` prints it; returns None.
     """
     checks.choice(format, "format", STATS_FORMATS)
@@ -142,6 +143,8 @@ def stats(root: str | os.PathLike, *, files: bool = False, format: str | None = 
         if rows:
             tables.append((name.replace("_", " ") + ":", names, rows))
     write_report(st, format, out, tables)
+    if format == "table" and st["notes"]:
+        (out or sys.stdout).write("\n" + "\n".join(st["notes"]) + "\n")
     return None
 
 
@@ -158,6 +161,20 @@ def _format_sections(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[list[str
                 raise QueryError(f"the stats section {name} of the format {ingestor.name} failed: {e}") from None
             sections[name] = ([d[0] for d in rel.description], [list(r) for r in rel.fetchall()])
     return sections
+
+
+def _notes(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """What the counts do not show: per-token values whose response is not in the warehouse (their
+    rows are kept, with the id their response's file would have: ingesting it links them)."""
+    lists, files = con.execute(
+        "SELECT count(*), count(DISTINCT source_path) FROM raw.token_values "
+        "WHERE response_id IS NULL OR response_id NOT IN (SELECT response_id FROM raw.responses)").fetchone()
+    if not lists:
+        return []
+    return [f"token_values: {lists:,} lists of per-token values from {files:,} file{'s' * (files != 1)} belong to a response the "
+            "warehouse does not hold (its file is missing or not ingested yet); see them with: warehouse sql "
+            "\"SELECT DISTINCT source_path, response_id FROM token_values WHERE response_id NOT IN "
+            "(SELECT response_id FROM responses)\""]
 
 
 def _stats(con: duckdb.DuckDBPyConnection, every_file: bool) -> dict[str, Any]:
@@ -180,6 +197,7 @@ def _stats(con: duckdb.DuckDBPyConnection, every_file: bool) -> dict[str, Any]:
     ).fetchall()
     return {
         "tables": tables,
+        "notes": _notes(con),
         "formats": [
             dict(zip(("format", "status", "files", "records", "ingested", "quarantined", "bytes"), r)) for r in fmt_rows
         ],

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from .decimals import DECIMAL
+from .decimals import SQL_TYPE as DECIMAL_SQL
 from .errors import FormatError
 
 if TYPE_CHECKING:
@@ -36,6 +38,9 @@ class Column:
     type: pa.DataType
     doc: str
     json: bool = False  # text that holds a JSON document
+    #: the Parquet encoding of its values when not the writer's default (dictionary, else plain):
+    #: ``BYTE_STREAM_SPLIT`` for numbers that seldom repeat (per-token values: bench/README.md)
+    encoding: str | None = None
 
 
 #: the columns a child table links to its response by (``Parent.by``)
@@ -82,15 +87,21 @@ class Table:
     # How its rows belong to responses (``Parent``); None for tables about files (the catalog,
     # quarantine, a format's prompt sets), which exports do not carry as children.
     parent: Parent | None = None
+    # Columns its view shows in place of stored lists: a table that keeps one list per row
+    # (``token_values``: a vector's values over a segment) has a view with one row per element;
+    # these are that view's own columns (the element's position, its values), documented with
+    # the table. ``order`` may name them: it orders the view's rows, which exports write.
+    view_columns: tuple[Column, ...] = ()
     _by_name: dict = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         object.__setattr__(self, "_by_name", {c.name: c for c in self.columns})
         if len(self._by_name) != len(self.columns):
             raise ValueError(f"table {self.name}: duplicate column names")
+        shown = set(self._by_name) | {c.name for c in self.view_columns}
         for what, names in (("order", self.order), ("parent.by", self.parent.by if self.parent else ()),
                             ("parent.order", self.parent.order if self.parent else ())):
-            unknown = [n for n in names if n not in self._by_name]
+            unknown = [n for n in names if n not in shown]
             if unknown:
                 raise ValueError(f"table {self.name}: {what} names {', '.join(unknown)}, which it has no column for")
         if self.parent is None and (self.has("response_id") or self.has("record_id")) and self.name != "responses":
@@ -126,10 +137,15 @@ STRS = pa.list_(pa.string())
 I64S = pa.list_(pa.int64())
 F64S = pa.list_(pa.float64())
 TS = pa.timestamp("us", tz="UTC")
+#: numbers of at most 4 decimals, under 10^5 (warehouse/decimals.py), and lists of them
+DEC = DECIMAL
+DECS = pa.list_(DEC)
+#: Parquet's encoding for numbers that seldom repeat: their bytes split into streams zstd packs well
+SPLIT = "BYTE_STREAM_SPLIT"
 
 
-def C(name: str, type: pa.DataType, doc: str) -> Column:
-    return Column(name, type, doc)
+def C(name: str, type: pa.DataType, doc: str, encoding: str | None = None) -> Column:
+    return Column(name, type, doc, encoding=encoding)
 
 
 def J(name: str, doc: str) -> Column:
@@ -301,6 +317,53 @@ EVALUATIONS = Table(
     parent=Parent(by=("response_id", "record_id"), order=("source_path", "source_locator", "record_id", "response_id", "criterion")),
 )
 
+TOKEN_VALUES = Table(
+    "token_values",
+    grain="segment (prompt or response) of one vector's per-token values for one response",
+    doc=(
+        "Per-token values of responses (trait projections: a score per token for each trait vector, "
+        "with the activation's norm and a normalised score). Stored as one row per response, vector "
+        "and segment holding the values as lists, one element per token (about 2 bytes a value: "
+        "bench/README.md); the view `token_values` shows one row per token, with the columns below "
+        "the stored ones in place of the lists. A list that does not line up with the response's "
+        "tokens is kept as it is, never padded or stretched (`aligned`; docs/token_values.md)."
+    ),
+    columns=(
+        C("response_id", STR, "response the values belong to; a source that names its response by path gets the id that response's file has, whether or not it is in the warehouse"),
+        C("segment", STR, "prompt or response: the part of the response's tokens the values run over"),
+        C("trait", STR, "trait the vector measures, `category/name`"),
+        C("layer", I32, "0-based model layer whose outputs were scored"),
+        C("method", STR, "how the vector was made (probe, mean_diff, gradient, ...)"),
+        C("component", STR, "the activation scored: residual, attn_contribution, ... (older sources: a sublayer such as residual_out)"),
+        C("vector_index", I32, "0-based position of the vector among the vectors of its source"),
+        C("selection_source", STR, "why this vector was chosen (steering, unscored, layers_arg, ...), as written"),
+        C("baseline", F64, "projection of the class centroid: subtracted from every value when `centered`"),
+        C("centered", BOOL, "the values had `baseline` subtracted"),
+        C("position", STR, "token positions the vector was extracted from (`response[:5]`); every token is scored whatever it says"),
+        C("n_tokens", I64, "tokens of this segment in the response, as the source records them: the values line up with them when there are as many"),
+        C("scores", DECS, "the values as stored, one per token of the segment, when each is a number of at most 4 decimals under 10^5; else NULL and `scores_float` holds them", encoding=SPLIT),
+        C("scores_float", F64S, "the values when one of them is no such decimal (an unrounded source, NaN, 10^5 or more)"),
+        C("norms", DECS, "L2 norm of the activation at each token (same index as the values), as 4-decimal numbers", encoding=SPLIT),
+        C("norms_float", F64S, "the norms when one of them is no 4-decimal number"),
+        C("normalized", DECS, "the source's normalised score of each token (the score divided by the segment's mean norm), as 4-decimal numbers"),
+        C("normalized_float", F64S, "the normalised scores when one of them is no 4-decimal number"),
+        *provenance("the list's place in the file (`.projections[1].response`)"),
+        EXTRA,
+    ),
+    extensible=True,
+    view_columns=(
+        C("token_index", I64, "0-based index of the token inside its segment, as `annotations.token_start` counts (response token j is `tokens[prompt_end + j]`)"),
+        C("value", F64, "the score as stored (`scores` or `scores_float`)"),
+        C("norm", F64, "L2 norm of the activation at this token"),
+        C("normalized", F64, "the source's normalised score, as stored; NULL when it stored none"),
+        C("cosine", F64, "value / norm: the cosine between the activation and the (unit) vector"),
+        C("n_scores", I64, "values in this segment's list"),
+        C("aligned", BOOL, "n_scores = n_tokens: the values line up with the response's tokens; false: they do not (token_index counts the list, which no longer matches the tokens); NULL: the source does not say"),
+    ),
+    order=("source_path", "source_locator", "vector_index", "token_index"),
+    parent=Parent(by=("response_id",), order=("source_path", "source_locator", "vector_index", "token_index")),
+)
+
 SOURCES = Table(
     "sources",
     grain="one ingested source file",
@@ -342,7 +405,8 @@ QUARANTINE = Table(
 )
 
 #: the core's tables, in the order docs list them; the installed formats' tables follow
-CORE: tuple[Table, ...] = (RESPONSES, TURNS, SENTENCE_BOUNDARIES, ANNOTATIONS, EVALUATIONS, SOURCES, QUARANTINE)
+CORE: tuple[Table, ...] = (RESPONSES, TURNS, SENTENCE_BOUNDARIES, ANNOTATIONS, EVALUATIONS, TOKEN_VALUES, SOURCES,
+                          QUARANTINE)
 
 #: provenance columns (and ``extra``) that stay last in a table; formats' columns go before them
 TRAILING = ("source_path", "source_locator", "extra")
@@ -449,6 +513,8 @@ def duckdb_type(column: Column) -> str:
     if column.json:
         return "JSON"
     t = column.type
+    if t == DEC:
+        return DECIMAL_SQL
     if pa.types.is_list(t):
         return duckdb_type(Column("item", t.value_type, "")) + "[]"
     try:
@@ -474,4 +540,9 @@ def render_markdown() -> str:
     for t in TABLES.values():
         out += ["", f"## {t.name}", "", f"One row per {t.grain}. {t.doc}", "", "| column | type | doc |", "|---|---|---|"]
         out += [f"| `{c.name}` | `{duckdb_type(c)}` | {c.doc} |" for c in t.columns]
+        if t.view_columns:
+            listed = [c.name for c in t.columns if pa.types.is_list(c.type) and not pa.types.is_string(c.type.value_type)]
+            out += ["", f"The view `{t.name}` shows one row per element of the lists ({', '.join(f'`{n}`' for n in listed)}), "
+                    "with these columns in their place:", "", "| column | type | doc |", "|---|---|---|"]
+            out += [f"| `{c.name}` | `{duckdb_type(c)}` | {c.doc} |" for c in t.view_columns]
     return "\n".join(out) + "\n"

@@ -20,18 +20,21 @@ import json
 import os
 from typing import Any, Callable
 
+import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .decimals import DECIMAL, DIGITS, PLACES, decimal_lists, fits
 from .records import RecordError
-from .tables import Table
+from .tables import Column, Table
 
 CHUNK_ROWS = 2048
 ROW_GROUP_ROWS = 64 * 1024
 ROW_GROUP_BYTES = 64 * 1024 * 1024
-#: zstd level 1: writes 40% faster than level 3 for about 10% more bytes (bench/README.md)
-PARQUET_OPTIONS = dict(compression="zstd", compression_level=1, write_statistics=True)
+#: zstd level 1: writes 40% faster than level 3 for about 10% more bytes (bench/README.md); decimals
+#: of 9 digits or fewer as 32-bit integers (Parquet's INT32 DECIMAL), not 16-byte ones
+PARQUET_OPTIONS = dict(compression="zstd", compression_level=1, write_statistics=True, store_decimal_as_integer=True)
 #: Arrow dictionary-encodes every column it is not told otherwise of: it hashes each value into a
 #: dictionary until that holds 1 MB, then falls back to plain. Values that do not repeat make the
 #: hashing a loss (and the file larger): a locator names one place per row, and a text column whose
@@ -98,7 +101,16 @@ def _ints(v):
 def _floats(v):
     if type(v) is list and all(type(x) in (int, float) for x in v):
         return [float(x) for x in v]
+    if isinstance(v, np.ndarray) and v.ndim == 1 and v.dtype == np.float64:  # a mapping's numbers, read as such
+        return v
     raise _Bad("a list of numbers")
+
+
+def _decimals(v):
+    values = _floats(v)
+    if fits(values if isinstance(values, np.ndarray) else np.array(values, np.float64)):
+        return values
+    raise _Bad(f"a list of numbers of at most {PLACES} decimals under 10^{DIGITS - PLACES}")
 
 
 def _json(v):
@@ -141,6 +153,8 @@ def _converter(column) -> Callable:
         return _ints
     if t == pa.list_(pa.float64()):
         return _floats
+    if t == pa.list_(DECIMAL):
+        return _decimals
     if pa.types.is_timestamp(t):
         return _ts
     raise TypeError(f"no converter for {column.name}: {t}")  # pragma: no cover
@@ -195,6 +209,14 @@ class _FloatInIntColumn(Exception):
 CONVERSION_ERRORS = (pa.ArrowException, TypeError, ValueError, OverflowError, UnicodeError, _Bad, _FloatInIntColumn)
 
 
+def to_arrow(values: list, column: Column) -> pa.Array:
+    """One column's values as Arrow: ``pa.array``, but lists of decimals from numbers (Arrow takes
+    Decimal objects only), all at once (``decimals.decimal_lists``)."""
+    if column.type == pa.list_(DECIMAL):
+        return decimal_lists(values)
+    return pa.array(values, type=column.type)
+
+
 def rows_to_batch(table: Table, rows: list[dict[str, Any]]) -> pa.RecordBatch:
     """Rows (dicts) to one Arrow batch of ``table``'s schema; raises on any value that does not fit.
 
@@ -210,22 +232,34 @@ def rows_to_batch(table: Table, rows: list[dict[str, Any]]) -> pa.RecordBatch:
             values = [None if v is None else _json(v) for v in values]
         elif pa.types.is_integer(c.type) and any(type(v) is float for v in values):
             raise _FloatInIntColumn(name)
-        arrays.append(pa.array(values, type=c.type))
+        arrays.append(to_arrow(values, c))
     return pa.RecordBatch.from_arrays(arrays, schema=table.arrow_schema)
 
 
-def open_parquet_writer(path: str, schema: pa.Schema, first: pa.Table | None = None) -> pq.ParquetWriter:
+def open_parquet_writer(path: str, schema: pa.Schema, first: pa.Table | None = None,
+                        encodings: dict[str, str] | None = None) -> pq.ParquetWriter:
     """A ParquetWriter at a local path (its folder made) or at a URL (a remote root: through pyarrow.fs).
-    ``first``: the rows about to be written, to choose the columns worth a dictionary from."""
+    ``first``: the rows about to be written, to choose the columns worth a dictionary from;
+    ``encodings``: Parquet column paths written in an encoding of their own (``column_encodings``)."""
     from . import remote
 
     fs, where = remote.fs_path(path)
     if not remote.is_url(path):
         os.makedirs(os.path.dirname(path), exist_ok=True)
     options = dict(PARQUET_OPTIONS)
+    encodings = {leaf: e for leaf, e in (encodings or {}).items() if leaf.split(".")[0] in schema.names}
     if first is not None:
-        options["use_dictionary"] = dictionary_columns(first)
+        options["use_dictionary"] = [c for c in dictionary_columns(first) if c not in encodings]
+    elif encodings:  # Arrow's default dictionary-encodes every column, which an encoding of its own excludes
+        options["use_dictionary"] = [leaf for f in schema for leaf in _leaves(f.name, f.type) if leaf not in encodings]
+    if encodings:
+        options["column_encoding"] = encodings
     return pq.ParquetWriter(where, schema, filesystem=fs, **options)
+
+
+def column_encodings(table: Table) -> dict[str, str]:
+    """The Parquet column paths of ``table`` whose declaration names an encoding (``Column.encoding``)."""
+    return {leaf: c.encoding for c in table.columns if c.encoding for leaf in _leaves(c.name, c.type)}
 
 
 def dictionary_columns(data: pa.Table) -> list[str]:
@@ -258,7 +292,7 @@ def _leaves(path: str, t: pa.DataType) -> list[str]:
 def values_to_batch(table: Table, rows: list[list[Any]]) -> pa.RecordBatch:
     """Validated value lists (RowValidator.values) to one Arrow batch."""
     columns = list(zip(*rows)) if rows else [[] for _ in table.columns]
-    arrays = [pa.array(list(col), type=c.type) for col, c in zip(columns, table.columns)]
+    arrays = [to_arrow(list(col), c) for col, c in zip(columns, table.columns)]
     return pa.RecordBatch.from_arrays(arrays, schema=table.arrow_schema)
 
 
@@ -293,7 +327,7 @@ class TableWriter:
     def _to_arrow(self) -> None:
         if not self._pending:
             return
-        arrays = [pa.array(col, type=f.type) for col, f in zip(self._cols, self.schema)]
+        arrays = [to_arrow(col, c) for col, c in zip(self._cols, self.table.columns)]
         batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
         self._cols = [[] for _ in self._cols]
         self._pending = 0
@@ -313,7 +347,7 @@ class TableWriter:
             return
         table = pa.Table.from_batches(self._batches, schema=self.schema)
         if self._writer is None:
-            self._writer = open_parquet_writer(self.path, self.schema, table)
+            self._writer = open_parquet_writer(self.path, self.schema, table, column_encodings(self.table))
         self._writer.write_table(table, row_group_size=len(table))
         self.rows += len(table)
         self._batches, self._batch_rows, self._batch_bytes = [], 0, 0

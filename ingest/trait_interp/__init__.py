@@ -3,8 +3,10 @@
 One source record is one response object: an element of an array file
 (extraction, steering) or a whole single-object file (inference, rollouts).
 The same ingestor also reads the files around responses: prompt sets (the
-inputs, into ``prompts``), generation parameters (``generation_metadata``) and
-annotation files (``annotations``, ``annotation_sets``).
+inputs, into ``prompts``), generation parameters (``generation_metadata``),
+annotation files (``annotations``, ``annotation_sets``), per-token projection
+files (``token_values``, ``projection_files``) and the experiment's config
+(``model_variants``).
 Path-derived fields (experiment, prompt set, ...) are computed in SQL
 (``sql/10_path_fields.sql``), never here.
 """
@@ -15,14 +17,17 @@ from collections.abc import Iterator
 from typing import Any
 
 from warehouse.ingestor import FastResult, Ingestor, exporter_in
-from warehouse.readers import BOM, SourceFile, json_document_records
+from warehouse.readers import BOM, SourceFile, json_document_records, json_whole_record
 from warehouse.records import Mapped, Record, RecordContext
 
 from .. import tokenizers
 from . import kinds, schema
 from .annotations import annotation_records, map_annotations
+from .config import config_records, map_model_variant
+from .projections import map_projections
 from .token_stats import SPANS_BY_TOKENIZER_SQL
 from .user_prompts import USER_PROMPTS_SQL
+from .views import VIEWS
 from .responses import map_response
 from .sidecars import map_generation_metadata, map_prompt, prompt_set_records
 
@@ -33,11 +38,13 @@ _FOREIGN = (b'"shebang"', b'"conversations"', b'"messages"', b'"task_id"')
 
 class TraitInterp(Ingestor):
     name = "trait_interp"
-    description = "trait-interp response files (inference, extraction, steering, rollouts), prompt sets, metadata.json"
+    description = ("trait-interp response files (inference, extraction, steering, rollouts), prompt sets, metadata.json, "
+                   "per-token projections, experiment configs")
     suffixes = (".json",)
     priority = 20
     columns = schema.COLUMNS
     tables = schema.TABLES
+    views = VIEWS
     user_prompts_sql = USER_PROMPTS_SQL  # responses.prompt holds the chat-templated prompt
     stats_queries = {"spans_by_tokenizer": SPANS_BY_TOKENIZER_SQL}  # which tokenizer made the token ranges
     fast_documents_path = True  # inference files of the common flat shape: fast.py
@@ -83,6 +90,10 @@ class TraitInterp(Ingestor):
             return annotation_records(src)
         if kind == kinds.GENERATION_METADATA:
             return _of_kind(json_document_records(src), kind)
+        if kind == kinds.PROJECTIONS:
+            return iter([_projection_record(src)])
+        if kind == kinds.EXPERIMENT_CONFIG:
+            return config_records(src)
         return json_document_records(src)  # responses: no envelope
 
     def fast_document(self, path: str, head: bytes, data: bytes) -> bool:
@@ -105,7 +116,18 @@ class TraitInterp(Ingestor):
             return map_generation_metadata(record.value, ctx)
         if kind == kinds.ANNOTATIONS:
             return map_annotations(record, ctx)
+        if kind == kinds.PROJECTIONS:
+            return map_projections(record, ctx)
+        if kind == kinds.EXPERIMENT_CONFIG:
+            return map_model_variant(record, ctx)
         return map_response(record.value, ctx)
+
+
+def _projection_record(src: SourceFile) -> Record:
+    """A projection file is one record, whatever its top level: its place travels with it."""
+    record = json_whole_record(src)
+    record.envelope = {kinds.KIND: kinds.PROJECTIONS, "place": kinds.projection_place(src.path)}
+    return record
 
 
 def _of_kind(records: Iterator[Record], kind: str) -> Iterator[Record]:

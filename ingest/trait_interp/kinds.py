@@ -10,7 +10,10 @@ trait-interp keeps several kinds of JSON side by side (layouts in docs/paths.md)
   ``datasets/traits/{trait}/steering.json`` (or ``analysis/steering/prompts/{trait}.json``);
 * annotation files: ``X_annotations.json`` beside ``X.json``, or any file whose content
   says it is one (``metadata.response_source``, ``detailed_annotations``), whatever its
-  name (``bias_exploitation_annotations_v2.json``, ``..._auto.json``).
+  name (``bias_exploitation_annotations_v2.json``, ``..._auto.json``);
+* per-token projection files: ``inference/{variant}/projections/{category}/{trait}/{prompt_set}/{id}.json``
+  and the layouts before it (``projection_place``; ../shared/formats/projections.md);
+* the experiment's ``config.json``: its model variants.
 """
 
 from __future__ import annotations
@@ -18,11 +21,14 @@ from __future__ import annotations
 import functools
 import os
 import re
+from dataclasses import dataclass
 
 RESPONSES = "responses"
 GENERATION_METADATA = "generation_metadata"
 PROMPT_SET = "prompt_set"
 ANNOTATIONS = "annotations"
+PROJECTIONS = "projections"
+EXPERIMENT_CONFIG = "experiment_config"
 
 #: the envelope key that carries a record's kind from ``records`` to ``map``, decided once per
 #: file; a record without it (a response file's records carry no envelope) is a response
@@ -62,6 +68,10 @@ def kind_of_path(path: str) -> str:
     if (_search(_PROMPT_SET_DIRS, path, "datasets/inference/", "prompts/")
             or _search(_STEERING_QUESTIONS, path, "steering.json")):
         return PROMPT_SET
+    if _search(_EXPERIMENT_CONFIG, path, "config.json"):
+        return EXPERIMENT_CONFIG
+    if projection_place(path) is not None:
+        return PROJECTIONS
     return RESPONSES
 
 
@@ -97,7 +107,7 @@ def in_experiments_tree(path: str) -> bool:
 # Files trait-interp writes beside its records that hold none (NOTES.md, "Exact paths"):
 # catalogued with the reason, never quarantined, so --strict passes over them.
 _STEERING_RESULTS = re.compile(r"(?:^|/)experiments/[^/]+/steering/(?:.+/)?results\.jsonl?$", re.DOTALL)
-_EXPERIMENT_CONFIG = re.compile(r"(?:^|/)experiments/[^/]+/config\.json$")
+_EXPERIMENT_CONFIG = re.compile(r"(?:^|/)experiments/([^/]+)/config\.json$", re.DOTALL)
 
 
 def not_records(path: str) -> str | None:
@@ -105,8 +115,61 @@ def not_records(path: str) -> str | None:
     if _search(_STEERING_RESULTS, path, "/steering/"):
         return ("trait-interp steering results: per-run aggregate scores by layer and coefficient, "
                 "not response records (the responses are in the responses/ folder beside it)")
-    if _search(_EXPERIMENT_CONFIG, path, "config.json"):
-        return "trait-interp experiment config (model variants): settings, not records"
+    return None
+
+
+def experiment_of_config(path: str) -> str | None:
+    """The experiment an ``experiments/{experiment}/config.json`` describes."""
+    match = _EXPERIMENT_CONFIG.search(path)
+    return match.group(1) if match else None
+
+
+# --- per-token projection files ------------------------------------------------------------------
+#
+# Where trait-interp has written them (../shared/formats/projections.md, sections 1 and 4), newest first:
+#   experiments/{exp}/inference/{variant}/projections/{category}/{trait}/{prompt_set...}/{id}.json   (since 2026-01-12)
+#   experiments/{exp}/inference/projections/{category}/{trait}/{set}/prompt_{N}.json                   (2025-11-20: no variant)
+#   experiments/{exp}/inference/[{variant}/]{category}/{trait}/{residual|attn}_stream/{prompt_set...}/{id}.json
+#   experiments/{exp}/{trait...}/inference/residual_stream_activations/prompt_{N}.json                 (the first ones,
+#   experiments/{exp}/inference/{category}/{trait}/projections/residual_stream_activations/prompt_{N}.json   self-contained)
+# A trait is exactly two folders (category/name), as trait-interp's viewer reads it; a prompt set may have more.
+_CURRENT = re.compile(r"^(?P<base>(?:.*/)?experiments/[^/]+/inference/(?:[^/]+/)?)projections/"
+                      r"(?P<trait>[^/]+/[^/]+)/(?P<rest>.+/[^/]+\.json)$", re.DOTALL)
+_STREAM = re.compile(r"^(?P<base>(?:.*/)?experiments/[^/]+/inference/)(?P<mid>.+?)/(?P<stream>residual|attn)_stream/"
+                     r"(?P<rest>.+/[^/]+\.json)$", re.DOTALL)
+_FIRST = re.compile(r"(?:^|/)experiments/[^/]+/(?:(?P<trait>.+)/inference|inference/(?P<trait2>[^/]+/[^/]+)/projections)"
+                    r"/residual_stream_activations/[^/]+\.json$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class ProjectionPlace:
+    """What a projection file's path says: its trait, the response file beside it (the layouts since the
+    response text moved out of these files), and the stream folder of the layouts that had one."""
+
+    trait: str | None
+    response_path: str | None
+    stream: str | None = None  # residual or attn
+
+
+@functools.lru_cache(maxsize=8192)  # asked by sniff and records for every file
+def projection_place(path: str) -> ProjectionPlace | None:
+    """Where a per-token projection file sits in its experiment, or None for any other path."""
+    if "/projections/" in path or path.startswith("projections/"):
+        match = _CURRENT.search(path)
+        if match:
+            return ProjectionPlace(match["trait"], f"{match['base']}responses/{match['rest']}")
+    if "_stream/" in path:
+        match = _STREAM.search(path)
+        if match:
+            parts = match["mid"].split("/")
+            if len(parts) in (2, 3):  # [variant/]category/name
+                variant = parts[0] + "/" if len(parts) == 3 else ""
+                return ProjectionPlace("/".join(parts[-2:]), f"{match['base']}{variant}responses/{match['rest']}",
+                                       match["stream"])
+    if "residual_stream_activations/" in path:
+        match = _FIRST.search(path)
+        if match:
+            return ProjectionPlace(match["trait"] or match["trait2"], None, "residual")
     return None
 
 

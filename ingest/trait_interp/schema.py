@@ -3,7 +3,7 @@ tables (prompt sets, generation parameters, annotation files), merged into ``war
 
 from __future__ import annotations
 
-from warehouse.tables import EXTRA, F64, I64, STR, C, Column, J, Table, provenance
+from warehouse.tables import BOOL, EXTRA, F64, I64, STR, STRS, C, Column, J, Parent, Table, provenance
 
 #: how a span annotation was placed in its response (ingest/spans.py)
 SPAN_COLUMNS: tuple[Column, ...] = (
@@ -74,5 +74,54 @@ ANNOTATION_SETS = Table(
     ),
 )
 
+PROJECTION_FILES = Table(
+    "projection_files",
+    grain="one per-token projection file (trait-interp `projections/`)",
+    doc=(
+        "What a projection file says about itself: its shape, its metadata, the response it scores, and the "
+        "per-file data of older shapes (activation norms by layer, massive dimensions, logit lens). Its "
+        "values are in `token_values`. The view adds the path's fields and whether the response is in "
+        "the warehouse (`response_found`)."
+    ),
+    columns=(
+        C("response_id", STR, "the response scored: the id of the response file beside it (`response_path`), or of the file itself when it holds its own response (the first shapes)"),
+        C("response_path", STR, "the response file the path names (`inference/{variant}/responses/{prompt_set}/{id}.json`); NULL when the file holds its own response"),
+        C("shape", STR, "the file's shape, by its history (docs/token_values.md#shapes): H0-H2, H3, H4-H5a, H5b, H6-H7, H8 or H9"),
+        C("n_prompt_tokens", I64, "metadata.n_prompt_tokens: the response's prompt tokens (token_values.n_tokens of the prompt segment)"),
+        C("n_response_tokens", I64, "metadata.n_response_tokens: the response's own tokens (it may differ from the values' count: token_values.aligned)"),
+        C("multi_vector", BOOL, "metadata.multi_vector, as written"),
+        C("n_vectors", I64, "metadata.n_vectors, as written"),
+        C("component", STR, "metadata.component: the activation hooked (residual, attn_contribution)"),
+        C("position", STR, "metadata.position: the token positions the (first) vector was extracted from"),
+        C("centered", BOOL, "metadata.centered: every score had its vector's baseline subtracted"),
+        C("score_mode", STR, "metadata.score_mode (raw+normalized); NULL when the file does not say (read as raw)"),
+        C("projection_date", STR, "metadata.projection_date, as written (local ISO time)"),
+        J("metadata", "the rest of the metadata object (prompt_id, prompt_set, vector_source, ...)"),
+        J("activation_norms", "older shapes: mean activation norm per layer, {prompt: [...], response: [...]}"),
+        J("massive_dim_data", "older shapes: the massive dimensions and their values per token"),
+        J("logit_lens", "older shapes: top predictions per layer and token, {prompt: {layer_L: {tokens, probs}}, response: ...}"),
+        *provenance("empty: the whole file is one record"),
+        EXTRA,
+    ),
+    order=("source_path",),
+    parent=Parent(by=("response_id",), order=("source_path",)),
+)
+
+MODEL_VARIANTS = Table(
+    "model_variants",
+    grain="model variant of a trait-interp experiment (`experiments/{experiment}/config.json`)",
+    doc="Which model (and LoRA adapter) each variant of an experiment runs, and which variants are its defaults.",
+    columns=(
+        C("experiment", STR, "the experiment: the folder holding config.json"),
+        C("variant", STR, "the model variant (the `inference/{variant}/` folder name); NULL for a config with no variants"),
+        C("model", STR, "model id of the variant (a Hugging Face id)"),
+        C("lora", STR, "LoRA adapter applied to the model, when the variant has one"),
+        C("default_for", STRS, "the pipelines this variant is the default of (`defaults`: extraction, application)"),
+        *provenance("the variant's place: `.model_variants[\"instruct\"]`"),
+        EXTRA,
+    ),
+    order=("source_path", "source_locator"),
+)
+
 #: in the order docs list them
-TABLES: tuple[Table, ...] = (PROMPTS, GENERATION_METADATA, ANNOTATION_SETS)
+TABLES: tuple[Table, ...] = (PROMPTS, GENERATION_METADATA, ANNOTATION_SETS, PROJECTION_FILES, MODEL_VARIANTS)

@@ -16,6 +16,7 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from ..output import finite_json
+from ..tables import TABLES
 from . import kit
 from .kit import ExportContext, ExportFormat
 
@@ -54,7 +55,9 @@ def write_parquet(ctx: ExportContext) -> int:
 
 
 def write_jsonl(ctx: ExportContext) -> int:
-    nested = kit.core_children()
+    # a table whose view shows one row per element of stored lists (per-token values) would put
+    # thousands of objects in each line: parquet carries it
+    nested = [t for t in kit.core_children() if not TABLES[t].view_columns]
     total = kit.stage(ctx)
     for table in nested:
         kit.stage_children(ctx, table)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from ..decimals import DECIMAL, SQL_TYPE
 from ..remote import StorageOptions
 from ..storage import snapshot_files
 from ..tables import TABLES, Table
@@ -90,6 +91,8 @@ def spark_type(t: pa.DataType) -> str:
         return "INT"
     if pa.types.is_int64(t):
         return "BIGINT"
+    if t == DECIMAL:
+        return SQL_TYPE  # Spark writes DECIMAL(p,s) as DuckDB does
     if pa.types.is_float64(t):
         return "DOUBLE"
     if pa.types.is_timestamp(t):

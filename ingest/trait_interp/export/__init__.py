@@ -200,6 +200,10 @@ def _left_behind(ctx: kit.ExportContext, used_sets: list[str]) -> None:
     (activations,) = con.execute(LEFT_SQL["activations"]).fetchall()[0]
     if activations:
         ctx.notes.append(f"{activations} activation files (.pt) of exported responses were not exported: exports write JSON")
+    projections = kit.rows_text(kit.count_belonging(ctx, "true", ("projection_files", "token_values")))
+    if projections:
+        ctx.notes.append(f"the selected responses' {projections} were not exported: this export writes no projection "
+                         "files (parquet carries every table)")
 
 
 EXPORT = kit.ExportFormat(

@@ -1,0 +1,36 @@
+-- token_trajectory: a response's values for each vector in token order, prompt then response, with
+-- the running mean and a moving mean (the value and two neighbours on each side), as trait-interp's
+-- viewer draws a trajectory (without its centering on the first token).
+--
+-- sequence_index is the token's index in the whole sequence (the response's prompt_end + token_index for
+-- the response segment); token is the response's token there, when the list lines up with them.
+CREATE OR REPLACE VIEW token_trajectory AS
+WITH t AS (
+    SELECT
+        v.*,
+        CASE WHEN v.segment = 'prompt' THEN v.token_index ELSE r.prompt_end + v.token_index END AS sequence_index,
+        r.tokens AS response_tokens
+    FROM token_values AS v
+    LEFT JOIN raw.responses AS r ON r.response_id = v.response_id
+)
+SELECT
+    t.response_id,
+    t.trait,
+    t.layer,
+    t.method,
+    t.component,
+    t.vector_index,
+    t.segment,
+    t.token_index,
+    t.sequence_index,
+    CASE WHEN t.aligned THEN t.response_tokens[t.sequence_index + 1] END AS token,
+    t.value,
+    t.normalized,
+    t.cosine,
+    avg(t.value) OVER (PARTITION BY t.response_id, t.source_path, t.vector_index ORDER BY t.sequence_index
+                       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS running_mean,
+    avg(t.value) OVER (PARTITION BY t.response_id, t.source_path, t.vector_index ORDER BY t.sequence_index
+                       ROWS BETWEEN 2 PRECEDING AND 2 FOLLOWING) AS moving_mean,
+    t.aligned,
+    t.source_path
+FROM t;
