@@ -304,6 +304,7 @@ def _vectors(values: list[dict], lengths: dict[str, int]) -> list[dict]:
 
 def _heatmap(vectors: list[dict], segment: str) -> dict:
     """SVG rectangles: one row per vector, one cell per token, red above zero and blue below."""
+    vectors = [v for v in vectors if any(x is not None for x in v["values"][segment])]
     n = max(len(v["values"][segment]) for v in vectors)
     cell = max(1.0, min(8.0, HEATMAP_WIDTH / max(n, 1)))
     rows = []
