@@ -269,8 +269,9 @@ def test_out_writes_one_file_that_needs_no_network_and_allows_only_its_own_scrip
     digest = lambda t: "'sha256-" + base64.b64encode(hashlib.sha256(t.encode()).digest()).decode() + "'"
     assert f"script-src {digest(script)};" in csp and f"style-src {digest(style)};" in csp
     assert not re.search(r'(src|href)="(https?:)?//', html), "nothing is loaded from a network"
-    sections = set(re.findall(r'<div class="page" id="/responses/([0-9a-f]+)">', html))
-    assert len(sections) == 30
+    sections = re.findall(r'<div class="page" id="/responses/([0-9a-f]+)">\s*<article class="response" '
+                          r'data-response-id="([0-9a-f]+)">', html)
+    assert len(sections) == 30 and all(a == b for a, b in sections)
 
 
 def test_out_of_the_hostile_warehouse_runs_nothing_it_holds(viewer_warehouses, tmp_path):

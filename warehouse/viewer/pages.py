@@ -86,8 +86,9 @@ class Pages:
 
     # --- one response -------------------------------------------------------------------------------
 
-    def response(self, response_id: str) -> Markup:
-        return self._render("response.html", r=response_view(self.reader.response(response_id)))
+    def response(self, response_id: str, bundle: dict | None = None) -> Markup:
+        """One response's page; ``bundle``: what ``Reader.responses`` read for it, when read already."""
+        return self._render("response.html", r=response_view(bundle or self.reader.response(response_id)))
 
     # --- compare ------------------------------------------------------------------------------------
 

@@ -43,11 +43,8 @@ def document(reader: Reader, limit: int = LIMIT, *, warn=None) -> tuple[str, int
              f"raise the bound with --limit N (limit=N), or narrow --where")
     sections: list[tuple[str, Markup, bool]] = []
     bundles = reader.responses(ids) if ids else {}
-    from .pages import response_view
-
     for rid in ids:
-        sections.append((f"/responses/{rid}", pages.env.get_template("response.html").render(
-            r=response_view(bundles[rid])), False))
+        sections.append((f"/responses/{rid}", pages.response(rid, bundles[rid]), False))
     categories = reader.categories(within=ids) if ids else []
     for name, _, _ in categories:
         sections.append((f"/spans/{name}", pages.spans(name, size=None, within=ids), False))

@@ -29,7 +29,7 @@
   function colour(v, top) {
     if (v === null || v === undefined) return "";
     var t = Math.max(-1, Math.min(1, v / (top || 1)));
-    var fade = Math.round(255 * (1 - Math.abs(t)));
+    var fade = Math.round(255 * (1 - 0.7 * Math.abs(t)));  // never so dark that the token cannot be read
     return t >= 0 ? "rgb(255," + fade + "," + fade + ")" : "rgb(" + fade + "," + fade + ",255)";
   }
 
@@ -112,12 +112,25 @@
 
   // Links inside the file are fragments (#/responses/ID). In a notebook the file is an iframe's srcdoc,
   // whose links resolve against the notebook's address: follow them as fragments of this document.
+  function route() {
+    var id = decodeURIComponent(location.hash.slice(1)) || "/";
+    var target = document.getElementById(id);
+    if (!target || !target.classList.contains("page")) target = document.querySelector("main > .page.home");
+    document.querySelectorAll("main > .page.shown").forEach(function (p) { p.classList.remove("shown"); });
+    if (target) target.classList.add("shown");
+    document.body.classList.add("routed");
+  }
+
   function fragments() {
+    if (!document.body.classList.contains("file")) return;
+    route();
+    window.addEventListener("hashchange", route);
     document.addEventListener("click", function (e) {
       var a = e.target.closest && e.target.closest('a[href^="#"]');
       if (!a || !document.body.classList.contains("file")) return;
       e.preventDefault();
       location.hash = a.getAttribute("href").slice(1);
+      route();  // (a srcdoc frame may not tell hashchange)
       window.scrollTo(0, 0);
     });
   }
