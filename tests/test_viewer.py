@@ -353,3 +353,18 @@ def test_warehouse_view_and_the_method_show_the_same_selection(viewer_warehouses
     assert a.html.count('data-category="voting"') >= 4  # each span, in its response and on the spans page
     a.close()
     b.close()
+
+
+@pytest.mark.slow
+def test_in_jupyter_the_view_shows_inline(viewer_warehouses, tmp_path, monkeypatch):
+    """A real kernel (as tests/test_notebooks.py runs the notebooks): the cell's value shows as HTML, the
+    pages in a sandboxed frame."""
+    from .test_notebooks import outputs, run_in_kernel
+
+    notebook = tmp_path / "look.py"
+    notebook.write_text('# %%\nimport os\nimport warehouse\n\n# %%\nwarehouse.view(os.environ["WAREHOUSE_ROOT"], '
+                        'where="response_id IN (SELECT response_id FROM annotations WHERE category = \'voting\')")\n')
+    nb = run_in_kernel(notebook, viewer_warehouses["samples"].root, tmp_path, monkeypatch)
+    [shown] = outputs(nb, "text/html")
+    assert shown.startswith('<iframe srcdoc="') and 'sandbox="allow-scripts"' in shown
+    assert unescape(shown).count('data-category="voting"') >= 4
