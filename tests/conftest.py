@@ -72,6 +72,8 @@ def empty_hugging_face_cache(tmp_path_factory):
 
 def pytest_addoption(parser):
     parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/* from the current output (read the diff!)")
+    parser.addoption("--update-screenshots", action="store_true",
+                     help="rewrite the viewer's screenshots under docs/viewer/ (tests/test_viewer_browser.py)")
 
 
 class Warehouse:
@@ -113,6 +115,26 @@ def samples_wh(tmp_path_factory) -> Warehouse:
     w = Warehouse(tmp_path_factory.mktemp("samples") / "wh")
     w.ingest(REPO / "samples")
     return w
+
+
+#: the fixture folders the viewer's tests show, one warehouse each (every format's own fixtures)
+VIEWER_FIXTURES = ("afterimage", "dataloop", "scale", "trait_interp", "trait_interp_annotations")
+
+
+@pytest.fixture(scope="session")
+def viewer_warehouses(tmp_path_factory, samples_wh) -> dict[str, Warehouse]:
+    """The warehouses the viewer's tests look at: the samples, each format's fixtures, and one of hostile
+    text (tests/viewer_helpers.py); made once, only read."""
+    from .viewer_helpers import hostile_tree
+
+    out = {"samples": samples_wh}
+    for name in VIEWER_FIXTURES:
+        out[name] = Warehouse(tmp_path_factory.mktemp(f"view-{name}") / "wh")
+        out[name].ingest(FIXTURES / name)
+    base = tmp_path_factory.mktemp("view-hostile")
+    out["hostile"] = Warehouse(base / "wh")
+    out["hostile"].ingest(hostile_tree(base / "src"))
+    return out
 
 
 def ingested_cleanly(tmp_path_factory, name: str, source: Path) -> Warehouse:

@@ -61,6 +61,7 @@ __all__ = [
     "sql",
     "stats",
     "tokenize",
+    "view",
     "ExportError",
     "QueryError",
     "StorageError",
@@ -188,6 +189,31 @@ def tokenize(root: StrPath, tokenizer: StrPath, *, jobs: int | None = None, prog
     checks.count(jobs, "jobs", least=1)
     return _tokenize(root, checks.directory_or_name(tokenizer, "tokenizer", TOKENIZER), jobs=jobs, progress=progress,
                      storage_options=remote.canonical(storage_options))
+
+
+def view(
+    root: StrPath,
+    where: str | None = None,
+    *,
+    as_of: int | None = None,
+    port: int | None = None,
+    browser: bool = True,
+    out: StrPath | None = None,
+    limit: int | None = None,
+    storage_options: Mapping[str, str] | Iterable[str] | None = None,
+):
+    """The responses matching ``where`` (SQL on ``responses``, the same language and sandbox as ``export``'s;
+    None: all) in the viewer; see ``warehouse view`` and docs/viewer.md.
+
+    Returns a ``warehouse.viewer.View``: in Jupyter or VS Code it shows the pages inline (the list, each
+    response, spans by category) for the first ``limit`` responses (default 500); ``.serve()`` serves
+    them on 127.0.0.1 (``port``, default a free one; ``browser=False`` opens no browser) until Ctrl-C;
+    ``out`` writes them as one self-contained HTML file. ``as_of`` reads warehouse snapshot N.
+    """
+    from .viewer import view as _view
+
+    return _view(root, where, as_of=as_of, port=port, browser=browser, out=out, limit=limit,
+                 storage_options=storage_options)
 
 
 #: what ``tokenizer`` must name, said when it does not

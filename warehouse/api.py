@@ -256,6 +256,15 @@ class Warehouse:
         warnings.warn("Warehouse.arrow is now Warehouse.read_arrow", DeprecationWarning, stacklevel=2)
         return self.read_arrow(name, where=where, columns=columns)
 
+    def view(self, where: str | None = None, *, limit: int | None = None, port: int | None = None,
+             browser: bool = True, out: str | os.PathLike | None = None):
+        """This snapshot's responses matching ``where`` in the viewer (``warehouse.view``): shown inline in
+        Jupyter and VS Code, ``.serve()``d, or written to ``out``."""
+        from .viewer import view
+
+        return view(self.root, where, as_of=self.snapshot.number, port=port, browser=browser, out=out, limit=limit,
+                    storage_options=self._storage_options)
+
     def refresh(self) -> Warehouse:
         """Move to the current state of the warehouse, to see what was ingested since.
 

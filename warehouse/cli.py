@@ -99,6 +99,7 @@ examples:
   warehouse sql "SELECT experiment, count(*) FROM responses GROUP BY ALL" --root wh
   warehouse export --root wh --where "experiment = 'demo'" --format jsonl --out demo.jsonl
   warehouse stats --root wh
+  warehouse view --root wh
 
 run `warehouse COMMAND --help` for the options and examples of each command
 """
@@ -115,6 +116,18 @@ examples:
   warehouse history --root wh
   warehouse history --root wh --format json
   warehouse sql "SELECT count(*) FROM responses" --root wh --as-of 3   # as snapshot 3 was
+"""
+
+VIEW_EXAMPLES = """\
+examples:
+  warehouse view --root wh
+  warehouse view --root wh --where "response_id IN (SELECT response_id FROM annotations)" --port 8765 --no-browser
+  warehouse view --root wh --where "trait = 'pv_natural/sycophancy'" --out sycophancy.html
+  warehouse view --root wh --where "source_format = 'NAME'" --out all.html --limit 2000
+
+Pages: the list (sortable, paged), one response (/responses/ID: text with its annotation spans,
+conversation, tokens, sentences, per-token values, evaluations, provenance), compare, spans by
+category. The server listens on 127.0.0.1 only and only reads. docs/viewer.md
 """
 
 COMPACT_EXAMPLES = """\
@@ -303,6 +316,29 @@ def build_parser(format_names: bool = True):
     _root(h)
     h.add_argument("--format", default="table", choices=HISTORY_FORMATS, help="output format (default: table)")
 
+    v = sub.add_parser(
+        "view",
+        help="look at responses in a browser: text with its spans, tokens, scores; or write them to one HTML file",
+        description=(
+            "Serve the responses matching --where on 127.0.0.1 (a free port unless --port), print the URL on "
+            "stderr and open a browser (unless --no-browser), until Ctrl-C. With --out, write one self-contained "
+            "HTML file of them instead (the first --limit)."
+        ),
+        epilog=VIEW_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _root(v)
+    v.add_argument("--where", default=None,
+                   help="one SQL expression on responses, as for export (default: every response)")
+    v.add_argument("--as-of", type=int, default=None, metavar="N",
+                   help="view warehouse snapshot N (`warehouse history` lists them; default: the latest)")
+    v.add_argument("--port", type=int, default=None, metavar="N", help="serve on this port (default: a free one)")
+    v.add_argument("--no-browser", dest="browser", action="store_false", help="do not open a browser")
+    v.add_argument("--out", default=None, metavar="FILE.html",
+                   help="write one self-contained HTML file (no network needed to open it) instead of serving")
+    v.add_argument("--limit", type=int, default=None, metavar="N",
+                   help="with --out: the most responses the file holds (default 500; more are said on stderr)")
+
     c = sub.add_parser(
         "compact",
         help="merge small files and delete files replaced long ago",
@@ -420,8 +456,23 @@ def cmd_compact(args) -> int:
     return EXIT_OK
 
 
+def cmd_view(args) -> int:
+    import warehouse
+
+    from .interrupt import SigintGuard
+
+    with SigintGuard():  # making the selection's list is a DuckDB query: Ctrl-C stops it at once
+        view = warehouse.view(args.root, args.where, as_of=args.as_of, port=args.port, browser=args.browser,
+                              out=args.out, limit=args.limit, storage_options=args.storage_options)
+    if args.out is None:
+        view.serve()  # until Ctrl-C (uvicorn's own handler: it stops serving, then raises KeyboardInterrupt)
+    else:
+        print(view.text(), file=sys.stderr)
+    return EXIT_OK
+
+
 COMMANDS = {"ingest": cmd_ingest, "sql": cmd_sql, "export": cmd_export, "stats": cmd_stats, "tokenize": cmd_tokenize,
-            "history": cmd_history, "compact": cmd_compact}
+            "history": cmd_history, "compact": cmd_compact, "view": cmd_view}
 #: commands whose DuckDB queries a Ctrl-C interrupts at once (see warehouse.interrupt)
 QUERYING = ("sql", "export", "stats", "history")
 
@@ -479,6 +530,10 @@ def interrupted(args) -> str:
         return "interrupted before the command started; nothing was changed"
     if command in ("sql", "stats"):
         return "interrupted: the query was stopped; the warehouse is unchanged"
+    if command == "view":
+        if getattr(args, "out", None):
+            return f"interrupted: {os.path.abspath(args.out)} was not written; the warehouse is unchanged"
+        return "interrupted: the viewer was stopped; the warehouse is unchanged"
     if command == "export":
         return f"interrupted: the export was stopped and its partial output removed; {os.path.abspath(args.out)} was not written"
     return "interrupted; the warehouse is unchanged by the unfinished run"
