@@ -26,10 +26,12 @@ INGESTORS = Registry.installed().ingestors()  # every installed format, in detec
 CONTENT_INGESTORS = [i for i in INGESTORS if i.reads_content]
 
 
-def fixture_files(name: str) -> list[Path]:
-    """The format's fixtures: tests/fixtures/<name>/ and any tests/fixtures/<name>_*/."""
+def fixture_files(name: str, suffixes: tuple[str, ...] = ()) -> list[Path]:
+    """The format's fixtures: tests/fixtures/<name>/ and any tests/fixtures/<name>_*/, JSON or of its own kinds
+    (``suffixes``: an archive it reads is mutated byte by byte)."""
     folders = [FIXTURES / name, *sorted(FIXTURES.glob(f"{name}_*"))]
-    files = sorted(p for folder in folders for p in folder.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl"))
+    kinds = (".json", ".jsonl", *suffixes)
+    files = sorted(p for folder in folders for p in folder.rglob("*") if p.is_file() and p.suffix in kinds)
     assert files, f"the {name} ingestor has no fixtures under tests/fixtures/{name}/"
     return files
 
@@ -111,7 +113,7 @@ def ingest_one(path: Path, fmt: str, root: Path):
 @given(seed=st.integers(0, 2**32 - 1), new_value=json_values, byte_level=st.booleans())
 def test_mutated_fixtures_never_crash_or_lose_a_count(tmp_path, ingestor, seed, new_value, byte_level):
     rng = random.Random(seed)
-    original = rng.choice(fixture_files(ingestor.name))
+    original = rng.choice(fixture_files(ingestor.name, ingestor.suffixes))
     data = original.read_bytes()
     if byte_level:
         data = mutate_bytes(data, rng)

@@ -78,7 +78,9 @@ NOT_IN_THE_REPOSITORY = {
     "notebooks/out/wh": "written by running the notebooks",
     "warehouse._sql": "the sql/ folder's name inside a wheel (pyproject.toml); a checkout reads sql/ itself",
     "docs/EXPORT_DATA_SHAPE.md": "AfterImage's documentation, in its own repository",
-} | dict.fromkeys(OTHER_PROJECTS_DOCS, "another project's documentation")
+} | dict.fromkeys(OTHER_PROJECTS_DOCS, "another project's documentation") | dict.fromkeys(
+    ("samples/*.json", "samples/3_epoch_1.json", "samples/4_epoch_2.json"),
+    "members of an Inspect .eval archive (docs/formats/inspect.md), not this repository's samples/")
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md")), REPO / "bench" / "README.md"]
 TOP_FOLDERS = "warehouse|ingest|tests|docs|bench|notebooks|sql|samples"
 

@@ -44,7 +44,7 @@ DERIVED = {
     "criterion_index", "occurrences", "char_start", "char_end", "match", "unresolved_reason", "token_source",
     "tokenizer", "tokenizer_revision",
     "token_base", "tokens_suspect", "responses_dir", "segment", "vector_index", "response_path", "shape",
-    "experiment",
+    "experiment", "event_index",
 }
 
 
@@ -69,6 +69,8 @@ REPRESENTED_OTHERWISE = (
     ("dataloop", "`true` in a tag object is the tag's name in `tags`", _tag_true),
     ("annotations", "an entry's `idx`/`id`/`response_idx` names the response annotated: `target`, `response_id`",
      _annotation_target),
+    ("inspect", "a .eval's summaries are Inspect's index of its samples, rebuilt from them (values cut short, counts)",
+     lambda path, v: path[:1] == ("summaries.json",) or str(path[0]).startswith("_journal/summaries/")),
 )
 
 
@@ -95,7 +97,12 @@ def _key(value) -> tuple | None:
 
 
 def source_leaves(path: Path) -> Iterator[tuple[tuple, object]]:
-    """Leaves of a source file; a document (or line) the decoder refuses has none (its raw text is in quarantine)."""
+    """Leaves of a source file; a document (or line) the decoder refuses has none (its raw text is in quarantine).
+    A zip archive's leaves are its JSON members', under the member's name."""
+    if path.suffix == ".eval":
+        for name, member in zip_members(path):
+            yield from _leaves(decode_json(member), (name,))
+        return
     data = path.read_bytes().removeprefix(BOM)
     documents = [line for line in data.split(b"\n") if line.strip()] if path.suffix == ".jsonl" else [data]
     for n, doc in enumerate(documents):
@@ -104,6 +111,26 @@ def source_leaves(path: Path) -> Iterator[tuple[tuple, object]]:
         except RecordError:
             continue
         yield from _leaves(value, (n,) if path.suffix == ".jsonl" else ())
+
+
+def zip_members(path: Path) -> Iterator[tuple[str, bytes]]:
+    """(name, bytes) of each member of a zip archive, zstd members (method 93: Inspect's) decompressed with
+    Arrow, as ``zipfile`` cannot before Python 3.14."""
+    import struct
+    import zipfile
+
+    import pyarrow as pa
+
+    with zipfile.ZipFile(path) as z, open(path, "rb") as f:
+        for info in z.infolist():
+            if info.compress_type != 93:
+                yield info.filename, z.read(info)
+                continue
+            f.seek(info.header_offset + 26)
+            name_length, extra_length = struct.unpack("<2H", f.read(4))
+            f.seek(name_length + extra_length, 1)
+            raw = f.read(info.compress_size)
+            yield info.filename, pa.decompress(raw, decompressed_size=info.file_size, codec="zstd").to_pybytes()
 
 
 def _row_keys(con, paths: set[str]) -> set[tuple]:
@@ -151,7 +178,7 @@ def lost_values(root: Path, source: Path) -> dict[str, list[str]]:
         kinds = dict(con.execute("SELECT source_path, source_format FROM sources").fetchall())
         kinds.update((p, "annotations") for (p,) in con.execute("SELECT source_path FROM annotation_sets").fetchall())
         lost: dict[str, list[str]] = {}
-        for path in sorted(p for p in source.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl")):
+        for path in sorted(p for p in source.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl", ".eval")):
             found = _row_keys(con, {str(path)} | readers[str(path)])
             exceptions = [test for kind, _, test in REPRESENTED_OTHERWISE if kind == kinds.get(str(path))]
             missing = [

@@ -198,6 +198,19 @@ def test_a_large_object_streams_in_ranged_pieces_like_a_local_file(s3, bucket, t
     assert sha == local_wh.one("SELECT sha256 FROM sources")  # hashed as parsed, over the pieces
 
 
+def test_an_archive_in_a_bucket_is_read_from_its_directory_like_a_local_one(s3, bucket, tmp_path):
+    """An Inspect .eval over the record limit is read at the places its directory names (ranged reads of
+    the object), and hashed in a pass of its own: the rows and digest of the local file."""
+    logs = REPO / "tests" / "fixtures" / "inspect"
+    prefix = f"s3://{bucket}/logs"
+    upload(s3, logs, prefix)
+    limit = 42_000 / 2**20  # under the .eval's size, over its largest member
+    remote_wh, local_wh = Warehouse(tmp_path / "remote"), Warehouse(tmp_path / "local")
+    got, want = remote_wh.ingest(prefix, max_record_mb=limit), local_wh.ingest(logs, max_record_mb=limit)
+    assert got.records_ingested == want.records_ingested > 30 and got.records_quarantined == 0
+    assert_same_tables(tables(remote_wh, prefix, str(logs)), tables(local_wh, str(logs), str(logs)))
+
+
 class Refers(Ingestor):
     """Test format: ``X.ref.json`` = {"prompt", "ref"}; the response is the file ``ref`` names (from the data)."""
 

@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from .tables import Column, Table
 
 #: files of these kinds are always looked at, claimed by a format or not (an unclaimed
-#: one is quarantined as unrecognised); other suffixes only when a format claims them
+#: one is quarantined as unrecognised); other suffixes only when a format declares them
+#: (``suffixes``), and a file of such a kind that no format claims is passed over
 JSON_SUFFIXES = (".json", ".jsonl")
 
 
@@ -43,7 +44,8 @@ class Ingestor(ABC):
     name: ClassVar[str]
     #: one line for ``--help`` and docs
     description: ClassVar[str]
-    #: lower-case file suffixes this format can read
+    #: lower-case file suffixes this format can read. The walk looks at every file of these kinds;
+    #: one that is not JSON (a zip, a tensor file) and that no format's ``sniff`` claims is passed over
     suffixes: ClassVar[tuple[str, ...]] = (".json",)
     #: detection order: formats are asked in ascending priority (ties by name), and the first
     #: whose ``sniff`` accepts a file reads it. Give a format that claims broadly a higher number

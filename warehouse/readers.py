@@ -167,6 +167,7 @@ class SourceFile:
             self.head = self._f.read(HEAD_BYTES)
             self._f.seek(0)
         self._stream: _HashingReader | None = None
+        self._seeking = False  # ``seekable()`` handed out the open file: ``sha256()`` hashes it in a pass of its own
 
     @classmethod
     def of_lines(cls, parent: "SourceFile", data: bytes, first_line: int) -> "SourceFile":
@@ -179,6 +180,7 @@ class SourceFile:
         src._f = io.BytesIO(data)
         src.size, src.mtime_ns = len(data), parent.mtime_ns
         src._hash, src._data, src._range, src._stream = hashlib.sha256(data), data, None, None
+        src._seeking = False
         src.head = data[:HEAD_BYTES]
         return src
 
@@ -204,12 +206,38 @@ class SourceFile:
     def stream(self) -> BinaryIO:
         if self._data is not None:
             return io.BytesIO(self._data)
+        if self._seeking:
+            raise RuntimeError("the file was read with seekable(); stream() would hash a part of it twice")
         if self._stream is None:
             self._stream = _HashingReader(self._f, self._hash, self._range[1] if self._range else None)
         return self._stream  # type: ignore[return-value]
 
+    def seekable(self) -> BinaryIO:
+        """The file for reads at any place, for containers read from an index (a zip's directory is at
+        its end): the bytes read whole, when they were, else the open file itself, read wherever the
+        caller seeks (of a large file, only the parts the format needs are read). Not with ``stream()``.
+
+        Such reads cannot be hashed as they go, so ``sha256()`` then hashes the file in a pass of its
+        own, from its start to the size it had when opened, as an unchanged large file is hashed
+        (``worker._digest``): a file rewritten during the read may have been read in another state
+        than the one hashed, which a later run sees as a change."""
+        if self._data is not None:
+            return io.BytesIO(self.data())
+        if self._range != (0, self.size) or self._stream is not None:
+            raise RuntimeError("seekable() reads a whole file that stream() has not begun to read")
+        self._seeking = True
+        return self._f
+
     def sha256(self) -> str:
-        if self._data is None:
+        if self._data is None and self._seeking:
+            self._seeking = False  # hashed once: a second call finds the file read to its end
+            self._f.seek(0)
+            left = self.size
+            while left > 0 and (chunk := self._f.read(min(CHUNK, left))):
+                self._hash.update(chunk)
+                left -= len(chunk)
+            self._stream = _HashingReader(self._f, self._hash, self.size)  # at the end: reads nothing more
+        elif self._data is None:
             reader = self.stream()
             while reader.read(CHUNK):
                 pass

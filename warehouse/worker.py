@@ -77,7 +77,7 @@ class BatchResult:
     records_ingested: int = 0
     records_quarantined: int = 0
     bytes_read: int = 0
-    ignored: int = 0  # walked files of a non-JSON kind that no format claims (vectors .pt, ...)
+    ignored: int = 0  # walked files of a non-JSON kind that no format claims (vectors .pt, a zip of another tool, ...)
     piece_of: str | None = None  # the large file this batch ingested a piece of
 
 
@@ -108,6 +108,8 @@ class BatchIngest:
         self.by_name = {i.name: i for i in self.ingestors}
         self.path_only = [i for i in self.ingestors if not i.reads_content]
         self.ingestors = [i for i in self.ingestors if i.reads_content]
+        #: the kinds of file the formats that read content declare: looked at, and passed over when none claims one
+        self.content_suffixes = tuple(sorted({s for i in self.ingestors for s in i.suffixes}))
         self.progress = progress or (lambda files, nbytes: None)
         self.sink = RecordSink(Store(spec.root), spec.run_id, spec.batch_no, strict=spec.strict)
         self.result = BatchResult(spec.batch_no)
@@ -148,14 +150,17 @@ class BatchIngest:
         counts = Counts()
         if item.chunk is None and self._not_records(item, counts):
             return
+        # JSON files, and files named on the command line, are always read: one no format claims is
+        # quarantined. A file of another kind is read when a format declares its suffix (a container
+        # it reads), and passed over, as a tensor file is, when no format claims its content.
+        looked_at = item.explicit or path.lower().endswith(JSON_SUFFIXES)
         if not spec.forced_format:
             by_path = next((i for i in self.path_only if path.lower().endswith(i.suffixes) and i.sniff(path, b"")), None)
             if by_path is not None:
                 self._path_only(item, by_path, counts)
                 return
-            if not path.lower().endswith(JSON_SUFFIXES) and not item.explicit:
-                self.result.ignored += 1
-                self.progress(1, 0)
+            if not looked_at and not path.lower().endswith(self.content_suffixes):
+                self._passed_over(0)
                 return
         elif not self.by_name[spec.forced_format].reads_content:
             self._path_only(item, self.by_name[spec.forced_format], counts)
@@ -177,7 +182,7 @@ class BatchIngest:
                 self.result.unchanged.append((path, src.mtime_ns))
                 self.progress(1, src.size)
                 return
-            if not spec.forced_format and src.size <= len(src.head) and not src.head.removeprefix(BOM).strip():
+            if not spec.forced_format and looked_at and src.size <= len(src.head) and not src.head.removeprefix(BOM).strip():
                 self._empty(path, src, counts)
                 return
             not_text = what_it_is(src.head)
@@ -192,6 +197,9 @@ class BatchIngest:
                 ingestor = self.by_name[spec.forced_format]
             else:
                 ingestor = detect(path, src.head, self.ingestors)
+            if ingestor is None and not looked_at:
+                self._passed_over(src.size)
+                return
             fmt = ingestor.name if ingestor else None
             if ingestor is None:
                 tried = ", ".join(i.name for i in self.ingestors)
@@ -213,6 +221,11 @@ class BatchIngest:
                 status = "ingested" if self._fast(path, ingestor, src, counts) else self._records(path, ingestor, src, counts)
             self._catalog(path, fmt, src.sha256(), src.size, src.mtime_ns, counts, status, src.dependencies, src.tree)
             self.progress(1, src.size)
+
+    def _passed_over(self, nbytes: int) -> None:
+        """A walked file of a kind that is not JSON, which no format claims: not a source."""
+        self.result.ignored += 1
+        self.progress(1, nbytes)
 
     def _not_records(self, item: WorkItem, counts: Counts) -> bool:
         """A file its format knows holds no records: catalogued with the reason, never opened."""

@@ -28,6 +28,8 @@ from .turn import map_turn
 
 #: markers of other formats (Dataloop, AfterImage): a file holding one is not ours
 _FOREIGN = (b'"shebang"', b'"conversations"')
+#: an Inspect eval log opens with its format's version and status (its eval spec has a "task_id" too)
+_EVAL_LOG = re.compile(rb'\A\s*\{\s*"version"\s*:\s*\d+\s*,\s*"status"\s*:')
 #: a message content object: Scale's `content` is {text, attachments, ...}, never a plain string
 _CONTENT_OBJECT = re.compile(rb'"content"\s*:\s*\{\s*"(?:text|reference_texts|attachments|chunks|reasoning)"')
 
@@ -44,7 +46,7 @@ class Scale(Ingestor):
     def sniff(self, path: str, head: bytes) -> bool:
         if head.lstrip()[:1] not in (b"{", b"["):
             return False
-        if any(marker in head for marker in _FOREIGN):
+        if any(marker in head for marker in _FOREIGN) or _EVAL_LOG.match(head):
             return False
         if b'"source_id"' in head:  # required on every Scale message
             return True
