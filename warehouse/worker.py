@@ -185,20 +185,21 @@ class BatchIngest:
             if not spec.forced_format and looked_at and src.size <= len(src.head) and not src.head.removeprefix(BOM).strip():
                 self._empty(path, src, counts)
                 return
-            not_text = what_it_is(src.head)
-            if not_text is not None:  # compressed, or UTF-16: no format reads it, and none should try
-                self.sink.quarantine(path, spec.forced_format, Record("", raw=src.head[:RAW_LIMIT], raw_size=src.size),
-                                     RecordError(not_text, stage="decode"), counts)
-                self._catalog(path, spec.forced_format, src.sha256(), src.size, src.mtime_ns, counts, "unrecognised",
-                              src.dependencies, src.tree)
-                self.progress(1, src.size)
-                return
             if spec.forced_format:
                 ingestor = self.by_name[spec.forced_format]
             else:
                 ingestor = detect(path, src.head, self.ingestors)
             if ingestor is None and not looked_at:
                 self._passed_over(src.size)
+                return
+            not_text = what_it_is(src.head)
+            if not_text is not None and not _a_container_of(ingestor, path, src.head, spec.forced_format):
+                # compressed, or UTF-16: no format reads it, and none should try
+                self.sink.quarantine(path, spec.forced_format, Record("", raw=src.head[:RAW_LIMIT], raw_size=src.size),
+                                     RecordError(not_text, stage="decode"), counts)
+                self._catalog(path, spec.forced_format, src.sha256(), src.size, src.mtime_ns, counts, "unrecognised",
+                              src.dependencies, src.tree)
+                self.progress(1, src.size)
                 return
             fmt = ingestor.name if ingestor else None
             if ingestor is None:
@@ -418,3 +419,12 @@ def _digest(src: SourceFile, path: str) -> str:
             h.update(chunk)
             left -= len(chunk)
     return h.hexdigest()
+
+
+def _a_container_of(ingestor: Ingestor | None, path: str, head: bytes, forced: str | None) -> bool:
+    """Whether a file whose first bytes are not text is a container its format reads (an archive of a
+    suffix the format declares): then the format reads it, or says why it is not one of its own."""
+    if ingestor is None:
+        return False
+    declared = tuple(s for s in ingestor.suffixes if s not in JSON_SUFFIXES)
+    return bool(declared) and path.lower().endswith(declared) and (forced is not None or ingestor.sniff(path, head))
