@@ -182,7 +182,7 @@ def test_columns_join_before_provenance_and_alike_declarations_are_one_column():
      "format 'a' declares the table 'responses', which the core declares already: choose another name"),
     ([Declares("a", {"sources": (C("y", pa.string(), "y"),)})],
      "format 'a' adds columns to 'sources': formats add columns to responses, turns, sentence_boundaries, "
-     "annotations, evaluations only; declare a table of its own (Ingestor.tables) instead"),
+     "annotations, evaluations, token_values only; declare a table of its own (Ingestor.tables) instead"),
 ])
 def test_a_declaration_that_clashes_names_both_sides(formats, message):
     with pytest.raises(FormatError) as e:
