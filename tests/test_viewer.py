@@ -20,7 +20,7 @@ from warehouse.errors import QueryError, UsageError
 from warehouse.viewer.data import Reader
 from warehouse.viewer.text import Span, layout
 
-from .conftest import REPO
+from .conftest import FIXTURES, REPO, Warehouse
 from .viewer_helpers import HOSTILE_TEXT, PAYLOADS, elements, get, markup_problems, serving
 
 ALL = ("samples", "afterimage", "dataloop", "scale", "trait_interp", "trait_interp_annotations", "hostile")
@@ -197,10 +197,11 @@ def with_token_values(response_id: str, tokens: int, prompt_tokens: int):
     for i in range(tokens - 3):
         rows.append((response_id, "response", i, "cat/short", 14, "probe", 0.25, False))
 
-    def setup(con):
-        con.execute("CREATE TABLE token_values (response_id VARCHAR, segment VARCHAR, token_index INTEGER, trait VARCHAR, "
-                    "layer INTEGER, method VARCHAR, value DOUBLE, aligned BOOLEAN)")
-        con.executemany("INSERT INTO token_values VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    def setup(con):  # in place of the warehouse's own view, which holds no values for the samples
+        con.execute("CREATE TABLE hand_values (response_id VARCHAR, segment VARCHAR, token_index INTEGER, "
+                    "trait VARCHAR, layer INTEGER, method VARCHAR, value DOUBLE, aligned BOOLEAN)")
+        con.executemany("INSERT INTO hand_values VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        con.execute("CREATE OR REPLACE VIEW token_values AS FROM hand_values")
 
     return setup
 
@@ -210,7 +211,7 @@ def test_per_token_values_draw_a_heatmap_and_trajectories_when_the_warehouse_has
     rid, tokens, prompt_end = w.rows("SELECT response_id, len(tokens) AS n, prompt_end FROM responses WHERE tokens IS "
                                      "NOT NULL AND prompt_set = 'rm_syco/train_100' AND prompt_id = '1'")[0].values()
     plain = Reader(w.root)
-    assert plain.token_values is None and "heat-row" not in plain_page(plain, rid)
+    assert "heat-row" not in plain_page(plain, rid)  # the samples hold no per-token values
     reader = Reader(w.root, setup=with_token_values(rid, tokens - prompt_end, prompt_end))
     try:
         assert reader.token_values[-1] == "aligned"
@@ -230,6 +231,31 @@ def test_per_token_values_draw_a_heatmap_and_trajectories_when_the_warehouse_has
     finally:
         reader.close()
         plain.close()
+
+
+def test_a_responses_ingested_projections_are_its_heatmap(tmp_path):
+    """The real path: trait-interp projection files ingested into token_values, drawn for their response."""
+    import json
+
+    w = Warehouse(tmp_path / "wh")
+    w.ingest(FIXTURES / "trait_interp_projections")
+    rid = w.one("SELECT response_id FROM token_values GROUP BY 1 ORDER BY count(DISTINCT (trait, layer, method)) DESC, 1 "
+                "LIMIT 1")
+    expected = {}
+    for r in w.rows("SELECT trait, layer, method, segment, value FROM token_values WHERE response_id = ? "
+                    "ORDER BY token_index", [rid]):
+        vector = expected.setdefault(f"{r['trait']} · L{r['layer']} · {r['method']}", {})
+        vector.setdefault(r["segment"], []).append(r["value"])
+    assert len(expected) > 1
+    reader = Reader(w.root)
+    try:
+        page = plain_page(reader, rid)
+    finally:
+        reader.close()
+    blob = re.search(r'<script type="application/json" class="token-values">(.*?)</script>', page, re.S).group(1)
+    shown = {v["label"]: {seg: v[seg] for seg in ("prompt", "response") if v.get(seg)} for v in json.loads(blob)["vectors"]}
+    assert shown == expected
+    assert page.count('class="heat-row"') == sum(len(v) for v in expected.values())
 
 
 def plain_page(reader, rid):

@@ -252,6 +252,8 @@ class Reader:
                 "AND response_id IN (SELECT unnest($ids))", {"paths": paths, "ids": ids}))}
             out = {i: {"row": rows[i], "related": {}, "candidates": [], "token_values": []} for i in ids}
             for table in children():
+                if table == TOKEN_VALUES:  # drawn as the heatmap below, not listed row by row
+                    continue
                 by = TABLES[table].parent.by
                 has_id = TABLES[table].has("response_id")
                 own = "c.response_id IN (SELECT unnest($ids))" if "response_id" in by else "false"
