@@ -5,8 +5,8 @@ result (``BatchResult``) is the catalog rows of its files and the Parquet files 
 wrote, which the runner commits. Batches are run by an engine (``pool.py``).
 
 ``BatchIngest`` decides, file by file: catalogued with a reason and never opened (a
-format knows it holds no records), read from its path alone, passed over (not JSON, not
-named), unreadable, unchanged (its bytes are the catalogued ones: not parsed), empty,
+format knows it holds no records), read from its path alone, passed over (not JSON, claimed
+by no format, not named), unreadable, unchanged (its bytes are the catalogued ones: not parsed), empty,
 unrecognised (no format claims it), or read: through the format's fast path, or
 record by record. What it reads goes to the batch's ``RecordSink`` (``sink.py``), which
 maps, validates, writes and quarantines.
@@ -25,7 +25,7 @@ from .delta import Part
 from .dependencies import DependsOn
 from .ingestor import JSON_SUFFIXES, Ingestor
 from . import remote
-from .readers import BOM, RAW_LIMIT, SourceFile, open_source
+from .readers import BOM, HEAD_BYTES, RAW_LIMIT, SourceFile, open_source
 from .records import Record, RecordError
 from .registry import Registry
 from .sink import Counts, RecordSink, StrictFailure, StrictStop
@@ -151,7 +151,7 @@ class BatchIngest:
             if by_path is not None:
                 self._path_only(item, by_path, counts)
                 return
-            if not path.lower().endswith(JSON_SUFFIXES) and not item.explicit:
+            if not path.lower().endswith(JSON_SUFFIXES) and not item.explicit and not self._claimed(path):
                 self.result.ignored += 1
                 self.progress(1, 0)
                 return
@@ -203,6 +203,21 @@ class BatchIngest:
                 status = "ingested" if self._fast(path, ingestor, src, counts) else self._records(path, ingestor, src, counts)
             self._catalog(path, fmt, src.sha256(), src.size, src.mtime_ns, counts, status, src.dependencies, src.tree)
             self.progress(1, src.size)
+
+    def _claimed(self, path: str) -> bool:
+        """Whether a format that reads content claims a file of another kind than JSON (a Parquet
+        file): such a file is passed over, like any other file of that kind, unless one does. Only its
+        first bytes are read to ask; a file that cannot be opened is claimed, and reported unreadable."""
+        readers = [i for i in self.ingestors if path.lower().endswith(i.suffixes)]
+        if not readers:
+            return False
+        try:
+            f, _size, _mtime_ns = open_source(path)
+            with f:
+                head = f.read(HEAD_BYTES)
+        except OSError:
+            return True
+        return detect(path, head, readers) is not None
 
     def _not_records(self, item: WorkItem, counts: Counts) -> bool:
         """A file its format knows holds no records: catalogued with the reason, never opened."""
