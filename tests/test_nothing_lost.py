@@ -56,6 +56,11 @@ def _annotation_target(path: tuple, value) -> bool:
         len(path) == 2 and isinstance(path[0], int) and path[1] == "response_idx")
 
 
+def _sharegpt_speaker(path: tuple, value) -> bool:
+    """ShareGPT's ``from: human`` / ``from: gpt``: the turn's role user / assistant."""
+    return path[-1:] == ("from",) and "conversations" in path and value in ("human", "gpt")
+
+
 #: (kind of file, why, test on the leaf's key path and value): values whose meaning is a column of their rows.
 #: The kind is the file's source_format, or "annotations" for a trait-interp annotation file.
 REPRESENTED_OTHERWISE = (
@@ -66,6 +71,7 @@ REPRESENTED_OTHERWISE = (
     ("dataloop", "`true` in a tag object is the tag's name in `tags`", _tag_true),
     ("annotations", "an entry's `idx`/`id`/`response_idx` names the response annotated: `target`, `response_id`",
      _annotation_target),
+    ("hf_chat", "ShareGPT's `from: human` / `from: gpt` is the turn's role user / assistant", _sharegpt_speaker),
 )
 
 
@@ -92,7 +98,16 @@ def _key(value) -> tuple | None:
 
 
 def source_leaves(path: Path) -> Iterator[tuple[tuple, object]]:
-    """Leaves of a source file; a document (or line) the decoder refuses has none (its raw text is in quarantine)."""
+    """Leaves of a source file; a document (or line) the decoder refuses has none (its raw text is in quarantine).
+    A Parquet file's rows are read as the hf_chat format reads them (binary as base64 text)."""
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        from warehouse.formats.hf_chat.files import plain
+
+        for n, row in enumerate(pq.read_table(path).to_pylist()):
+            yield from _leaves(plain(row), (n,))
+        return
     data = path.read_bytes().removeprefix(BOM)
     documents = [line for line in data.split(b"\n") if line.strip()] if path.suffix == ".jsonl" else [data]
     for n, doc in enumerate(documents):
@@ -148,7 +163,7 @@ def lost_values(root: Path, source: Path) -> dict[str, list[str]]:
         kinds = dict(con.execute("SELECT source_path, source_format FROM sources").fetchall())
         kinds.update((p, "annotations") for (p,) in con.execute("SELECT source_path FROM annotation_sets").fetchall())
         lost: dict[str, list[str]] = {}
-        for path in sorted(p for p in source.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl")):
+        for path in sorted(p for p in source.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl", ".parquet")):
             found = _row_keys(con, {str(path)} | readers[str(path)])
             exceptions = [test for kind, _, test in REPRESENTED_OTHERWISE if kind == kinds.get(str(path))]
             missing = [
