@@ -11,6 +11,7 @@ import pytest
 
 import warehouse
 from warehouse.formats.hf_chat import HfChat
+from warehouse.formats.openai_batch import OpenAIBatch
 from warehouse.registry import Registry
 from warehouse.worker import detect
 
@@ -225,24 +226,24 @@ def test_this_warehouses_exports_other_than_openai_chat_are_not_hf_chat(samples_
     files = [p for p in tmp_path.rglob("*") if p.suffix in (".json", ".jsonl", ".parquet")]
     assert any(p.suffix == ".parquet" for p in files) and len(files) > 10
     claimed = [str(p.relative_to(tmp_path)) for p in files
-               if HfChat().sniff(str(p), p.read_bytes()[:65536])]
+               if HfChat().sniff(str(p), p.read_bytes()[:65536]) or OpenAIBatch().sniff(str(p), p.read_bytes()[:65536])]
     assert claimed == []
 
 
 def _other_formats_files() -> list[Path]:
-    roots = [p for p in FIXTURES.iterdir() if p.is_dir() and p.name != "hf_chat"] + [REPO / "samples"]
+    roots = [p for p in FIXTURES.iterdir() if p.is_dir() and p.name not in ("hf_chat", "openai_batch")] + [REPO / "samples"]
     if REALDATA.is_dir():
         roots.append(REALDATA)
     return sorted(p for root in roots for p in root.rglob("*") if p.suffix in (".json", ".jsonl"))
 
 
-def test_no_file_of_another_format_is_claimed_by_hf_chat():
-    """The fixtures, the bundled samples and the real files of the other formats: hf_chat's sniff refuses
-    every one, so each is detected exactly as before it was installed."""
+def test_no_file_of_another_format_is_claimed_by_the_new_formats():
+    """The fixtures, the bundled samples and the real files of the other formats: the new formats' sniffs
+    refuse every one, so each is detected exactly as before they were installed."""
     files = _other_formats_files()
     assert len(files) > 100
     claimed = [str(p) for p in files if HfChat().sniff(str(p), p.read_bytes()[:65536].removeprefix(b"\xef\xbb\xbf"))
-]
+               or OpenAIBatch().sniff(str(p), p.read_bytes()[:65536].removeprefix(b"\xef\xbb\xbf"))]
     assert claimed == []
 
 
@@ -268,6 +269,9 @@ def test_an_openai_chat_jsonl_is_detected_as_hf_chat(tmp_path):
     (FIXTURES / "scale" / "core", None, "content: expected a string, a list of content parts or null"),
     (FIXTURES / "afterimage" / "unevaluated.jsonl", "1.conversations[0]", "a ShareGPT message needs `from` (human, gpt, system, ...) "
      "and `value`, got keys content, role"),
+    (FIXTURES / "openai_batch" / "openai" / "batchinput.jsonl", "1", "not a Hugging Face chat row (keys: body, custom_id, "
+     "method, url): expected a `messages` list of {role, content}, `prompt` and `completion`, `prompt`/`chosen`/`rejected`, "
+     "or ShareGPT `conversations` of {from, value}"),
 ])
 def test_hf_chat_forced_onto_another_shape_quarantines_naming_the_expected_one(tmp_path, source, locator, message):
     w = Warehouse(tmp_path / "wh")

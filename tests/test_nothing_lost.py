@@ -61,6 +61,11 @@ def _sharegpt_speaker(path: tuple, value) -> bool:
     return path[-1:] == ("from",) and "conversations" in path and value in ("human", "gpt")
 
 
+def _choice_index(path: tuple, value) -> bool:
+    """A chat completion's ``choices[i].index``: its response's candidate_index."""
+    return path[-1:] == ("index",) and len(path) >= 3 and path[-3] == "choices"
+
+
 #: (kind of file, why, test on the leaf's key path and value): values whose meaning is a column of their rows.
 #: The kind is the file's source_format, or "annotations" for a trait-interp annotation file.
 REPRESENTED_OTHERWISE = (
@@ -72,6 +77,7 @@ REPRESENTED_OTHERWISE = (
     ("annotations", "an entry's `idx`/`id`/`response_idx` names the response annotated: `target`, `response_id`",
      _annotation_target),
     ("hf_chat", "ShareGPT's `from: human` / `from: gpt` is the turn's role user / assistant", _sharegpt_speaker),
+    ("openai_batch", "a choice's `index` is its response's candidate_index", _choice_index),
 )
 
 

@@ -141,12 +141,12 @@ def test_a_table_of_rows_about_responses_declares_its_parent():
 
 def test_format_lists_it_and_an_unknown_one_is_answered_with_the_installed_ones(plugin, tmp_path):
     helped = run(plugin, "ingest", "--help")
-    assert "activations, afterimage, dataloop, hf_chat, scale, trait_interp, widgets" in " ".join(helped.stdout.split())
+    assert "activations, afterimage, dataloop, hf_chat, openai_batch, scale, trait_interp, widgets" in " ".join(helped.stdout.split())
     wrong = run(plugin, "ingest", str(FIXTURES / "trait_interp"), "--root", str(tmp_path / "wh"), "--format", "widget")
     assert (wrong.returncode, wrong.stderr) == (
-        2, "error: unknown format 'widget'; installed formats: activations, afterimage, dataloop, hf_chat, scale, trait_interp, widgets\n")
+        2, "error: unknown format 'widget'; installed formats: activations, afterimage, dataloop, hf_chat, openai_batch, scale, trait_interp, widgets\n")
     without = run(None, "ingest", str(FIXTURES / "trait_interp"), "--root", str(tmp_path / "wh2"), "--format", "widgets")
-    assert without.returncode == 2 and "installed formats: activations, afterimage, dataloop, hf_chat, scale, trait_interp\n" in without.stderr
+    assert without.returncode == 2 and "installed formats: activations, afterimage, dataloop, hf_chat, openai_batch, scale, trait_interp\n" in without.stderr
 
 
 # --- how what formats declare is merged ---------------------------------------------------------------------
@@ -199,7 +199,7 @@ def test_the_registry_lists_without_importing_and_loads_on_demand():
         print(sorted(m.split(".")[2] for m in sys.modules if m.count(".") == 2 and m.startswith("warehouse.formats.")))
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
-    assert out[0] == "['activations', 'afterimage', 'dataloop', 'hf_chat', 'scale', 'trait_interp'] []"
+    assert out[0] == "['activations', 'afterimage', 'dataloop', 'hf_chat', 'openai_batch', 'scale', 'trait_interp'] []"
     assert "scale" in out[1] and not {"afterimage", "dataloop", "trait_interp", "activations"} & set(eval(out[1]))
     with pytest.raises(UsageError, match=r"^unknown format 'nope'; installed formats: activations, afterimage, "):
         Registry.installed().load("nope")
