@@ -219,7 +219,7 @@ def test_near_misses_are_not_hf_chat(tmp_path, name):
     assert not HfChat().sniff(str(path), path.read_bytes())
 
 
-def test_this_warehouses_exports_other_than_openai_chat_are_not_hf_chat(samples_wh, tmp_path):
+def test_this_warehouses_exports_other_than_openai_chat_and_hf_chat_are_not_hf_chat(samples_wh, tmp_path):
     for fmt, out in [("jsonl", "o.jsonl"), ("parquet", "pq"), ("afterimage", "ai.jsonl"), ("scale", "s.json"),
                      ("dataloop", "dl"), ("trait_interp", "ti")]:
         warehouse.export(samples_wh.root, None, fmt, tmp_path / out, progress=False)

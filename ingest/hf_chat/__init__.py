@@ -4,7 +4,7 @@ One source record is one row of the dataset: a ``messages`` conversation, a
 ``prompt``/``completion`` pair (or a prompt alone), a ``prompt``/``chosen``/``rejected``
 preference row, or ShareGPT ``conversations`` of ``{from, value}``, conversational
 (lists of ``{role, content}`` messages) or plain text. This warehouse's own
-``openai_chat`` export reads back as this format. Mapping rules:
+``openai_chat`` and ``hf_chat`` exports read back as this format. Mapping rules:
 docs/formats/hf_chat.md.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from warehouse.ingestor import Ingestor
+from warehouse.ingestor import Ingestor, exporter_in
 from warehouse.readers import HEAD_BYTES, SourceFile, open_source
 from warehouse.records import Mapped, Record, RecordContext
 
@@ -38,6 +38,7 @@ class HfChat(Ingestor):
     priority = 36
     line_records = True
     columns = schema.COLUMNS
+    exporter = exporter_in(f"{__name__}.export")
 
     def sniff(self, path: str, head: bytes) -> bool:
         if path.lower().endswith(".parquet"):
