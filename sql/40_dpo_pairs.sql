@@ -1,13 +1,13 @@
--- dpo_pairs: preference pairs for DPO: per conversation, its best graded answer (chosen)
--- with each answer to the SAME CONVERSATION that its judge graded lower (rejected).
+-- dpo_pairs: preference pairs for DPO, one row per (chosen, rejected) pair of answers to the SAME
+-- CONVERSATION: answers a judge graded differently (paired_by 'overall_grade'), and answers a source
+-- marks chosen and rejected (paired_by 'preference').
 --
--- The conversation an answer replies to is every message before it: the messages
+-- Graded pairs. The conversation an answer replies to is every message before it: the messages
 -- of its record that are its own or shared (turns.response_id NULL), in turn_index
 -- order, before its answer (its last assistant message), and its system prompt.
 -- Two answers pair when all of that is equal (roles and texts): the same first
 -- user message is not enough, since a multi-turn conversation may go on differently
 -- (docs/formats/afterimage.md#dpo-pairs). `conversation_key` (a hash of it) groups them.
---
 -- Grades rank perfect > good > needs_improvement > bad > not_acceptable
 -- (AfterImage's GradeSchema); a grade outside those five, an unanswered
 -- conversation (response NULL) and an empty answer are left out, as AfterImage's
@@ -22,6 +22,12 @@
 -- first in the source. (Every pair of answers with different grades grows with
 -- the square of a conversation's answers: a few prompts with many graded answers
 -- each gave more pairs than memory holds.)
+--
+-- Marked pairs. A record whose answers carry an evaluation `criterion = 'preference'` with
+-- `label` 'chosen' or 'rejected' (a preference row: TRL's prompt/chosen/rejected) pairs each
+-- chosen answer with each rejected one of the same record, as the source paired them; their
+-- conversation is the record's shared messages (its prompt; `prompt` when it has none), and
+-- an answer is left out only when it has no text at all (response NULL).
 CREATE OR REPLACE VIEW dpo_pairs AS
 WITH graded AS (
     SELECT
@@ -77,13 +83,56 @@ ranked AS (  -- the best answer of each conversation is its first (a subquery, n
 ),
 best AS (
     SELECT * FROM ranked WHERE place = 1
+),
+marked AS (  -- answers their source marks chosen or rejected
+    SELECT response_id, any_value(record_id) AS record_id, any_value(label) AS mark
+    FROM raw.evaluations
+    WHERE criterion = 'preference' AND label IN ('chosen', 'rejected') AND response_id IS NOT NULL
+    GROUP BY response_id
+),
+shared AS (  -- the messages a marked record's answers share: the prompt they answer
+    SELECT record_id,
+           list({'role': role, 'content': content} ORDER BY turn_index, source_locator) AS messages,
+           list(content ORDER BY turn_index) FILTER (WHERE role = 'user')[1] AS first_user_message
+    FROM raw.turns
+    WHERE response_id IS NULL AND record_id IN (SELECT record_id FROM marked)
+    GROUP BY record_id
+),
+preferred AS (
+    SELECT r.response_id, r.record_id, r.response, r.prompt, m.mark, s.final_score, s.final_score_scale,
+           coalesce(q.first_user_message, r.prompt) AS first_user_message,
+           md5(to_json({system_prompt: r.system_prompt,
+                        messages: coalesce(q.messages, [{'role': 'user', 'content': r.prompt}])})::VARCHAR) AS conversation_key
+    FROM raw.responses AS r
+    JOIN marked AS m ON m.response_id = r.response_id
+    LEFT JOIN shared AS q ON q.record_id = r.record_id
+    LEFT JOIN final AS s ON s.response_id = r.response_id
+    WHERE r.response IS NOT NULL
+),
+pairs AS (  -- (chosen, rejected) by the way they pair: each an equi-join
+    SELECT c.response_id AS chosen, r.response_id AS rejected, 'overall_grade' AS paired_by
+    FROM best AS c
+    JOIN candidates AS r ON r.conversation_key = c.conversation_key AND c.grade_rank > r.grade_rank
+    UNION ALL
+    SELECT c.response_id, r.response_id, 'preference'
+    FROM preferred AS c
+    JOIN preferred AS r ON r.record_id = c.record_id AND c.mark = 'chosen' AND r.mark = 'rejected'
+),
+answers AS (  -- what a pair shows of each answer, by the way it pairs
+    SELECT 'overall_grade' AS paired_by, response_id, conversation_key, first_user_message, prompt, response, grade,
+           final_score, final_score_scale
+    FROM candidates
+    UNION ALL
+    SELECT 'preference', response_id, conversation_key, first_user_message, prompt, response, NULL,
+           final_score, final_score_scale
+    FROM preferred
 )
 SELECT
     c.conversation_key,
     c.first_user_message,
     c.prompt,
-    c.response_id AS chosen_response_id,
-    r.response_id AS rejected_response_id,
+    p.chosen AS chosen_response_id,
+    p.rejected AS rejected_response_id,
     c.response AS chosen_response,
     r.response AS rejected_response,
     c.grade AS chosen_grade,
@@ -91,7 +140,8 @@ SELECT
     c.final_score AS chosen_final_score,
     c.final_score_scale AS chosen_final_score_scale,
     r.final_score AS rejected_final_score,
-    r.final_score_scale AS rejected_final_score_scale
-FROM best AS c
-JOIN candidates AS r
-    ON r.conversation_key = c.conversation_key AND c.grade_rank > r.grade_rank;
+    r.final_score_scale AS rejected_final_score_scale,
+    p.paired_by
+FROM pairs AS p
+JOIN answers AS c ON c.response_id = p.chosen AND c.paired_by = p.paired_by
+JOIN answers AS r ON r.response_id = p.rejected AND r.paired_by = p.paired_by;

@@ -169,7 +169,7 @@ def test_dpo_pairs_answer_the_same_conversation_and_differ_in_grade(ai):
         "rejected_response": "Whenever you remember, it does not matter much.",
         "chosen_grade": "perfect", "rejected_grade": "needs_improvement",
         "chosen_final_score": 0.914, "chosen_final_score_scale": "0-1",
-        "rejected_final_score": 0.556, "rejected_final_score_scale": "0-1",
+        "rejected_final_score": 0.556, "rejected_final_score_scale": "0-1", "paired_by": "overall_grade",
     }]
 
 

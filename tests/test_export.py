@@ -243,7 +243,7 @@ def test_the_memory_limit_is_checked_and_running_out_of_it_says_what_to_do(sw, t
     assert [p.name for p in tmp_path.iterdir()] == ["p"]  # the workspace and its spill directory are gone
 
 
-@pytest.mark.parametrize("fmt", ["jsonl", "csv", "openai_chat", "scale", "afterimage", "dataloop", "trait_interp"])
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "openai_chat", "scale", "afterimage", "dataloop", "trait_interp", "hf_chat"])
 def test_windowed_output_is_the_same_as_one_window(sw, tmp_path, monkeypatch, fmt):
     """Nested formats are built a window of staged responses at a time: the windows' edges must not show."""
     def contents(out):
@@ -262,7 +262,7 @@ def test_windowed_output_is_the_same_as_one_window(sw, tmp_path, monkeypatch, fm
 KIT_TABLES = ("selected", "selected_records", "staged", "staged_keys", "staged_user_prompts")
 
 
-@pytest.mark.parametrize("fmt", ["parquet", "jsonl", "csv", "openai_chat", "trait_interp", "afterimage", "scale", "dataloop"])
+@pytest.mark.parametrize("fmt", ["parquet", "jsonl", "csv", "openai_chat", "trait_interp", "afterimage", "scale", "dataloop", "hf_chat"])
 def test_every_format_stages_the_selection_one_way(sw, tmp_path, fmt):
     """Every format stages its rows with the kit: ``staged`` (one row per parent, keyed by ``n``),
     ``staged_keys`` and ``staged_<name>(n, row, k)`` lists generated from the tables' declared parent

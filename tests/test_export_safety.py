@@ -256,7 +256,7 @@ def test_a_later_export_cleans_up_after_a_killed_one(sw, tmp_path):
 
 # --- deterministic output ---------------------------------------------------------------------------------
 
-FORMATS = ["parquet", "jsonl", "csv", "openai_chat", "trait_interp", "afterimage", "scale", "dataloop"]
+FORMATS = ["parquet", "jsonl", "csv", "openai_chat", "trait_interp", "afterimage", "scale", "dataloop", "hf_chat"]
 
 
 def _contents(out) -> dict[str, bytes]:

@@ -59,6 +59,16 @@ def _annotation_target(path: tuple, value) -> bool:
         len(path) == 2 and isinstance(path[0], int) and path[1] == "response_idx")
 
 
+def _sharegpt_speaker(path: tuple, value) -> bool:
+    """ShareGPT's ``from: human`` / ``from: gpt``: the turn's role user / assistant."""
+    return path[-1:] == ("from",) and "conversations" in path and value in ("human", "gpt")
+
+
+def _choice_index(path: tuple, value) -> bool:
+    """A chat completion's ``choices[i].index``: its response's candidate_index."""
+    return path[-1:] == ("index",) and len(path) >= 3 and path[-3] == "choices"
+
+
 #: (kind of file, why, test on the leaf's key path and value): values whose meaning is a column of their rows.
 #: The kind is the file's source_format, or "annotations" for a trait-interp annotation file.
 REPRESENTED_OTHERWISE = (
@@ -71,6 +81,8 @@ REPRESENTED_OTHERWISE = (
      _annotation_target),
     ("inspect", "a .eval's summaries are Inspect's index of its samples, rebuilt from them (values cut short, counts)",
      lambda path, v: path[:1] == ("summaries.json",) or str(path[0]).startswith("_journal/summaries/")),
+    ("hf_chat", "ShareGPT's `from: human` / `from: gpt` is the turn's role user / assistant", _sharegpt_speaker),
+    ("openai_batch", "a choice's `index` is its response's candidate_index", _choice_index),
 )
 
 
@@ -98,10 +110,19 @@ def _key(value) -> tuple | None:
 
 def source_leaves(path: Path) -> Iterator[tuple[tuple, object]]:
     """Leaves of a source file; a document (or line) the decoder refuses has none (its raw text is in quarantine).
-    A zip archive's leaves are its JSON members', under the member's name."""
+    A zip archive's leaves are its JSON members', under the member's name; a Parquet file's rows are read
+    as the hf_chat format reads them (binary as base64 text)."""
     if path.suffix == ".eval":
         for name, member in zip_members(path):
             yield from _leaves(decode_json(member), (name,))
+        return
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        from warehouse.formats.hf_chat.files import plain
+
+        for n, row in enumerate(pq.read_table(path).to_pylist()):
+            yield from _leaves(plain(row), (n,))
         return
     data = path.read_bytes().removeprefix(BOM)
     documents = [line for line in data.split(b"\n") if line.strip()] if path.suffix == ".jsonl" else [data]
@@ -178,7 +199,8 @@ def lost_values(root: Path, source: Path) -> dict[str, list[str]]:
         kinds = dict(con.execute("SELECT source_path, source_format FROM sources").fetchall())
         kinds.update((p, "annotations") for (p,) in con.execute("SELECT source_path FROM annotation_sets").fetchall())
         lost: dict[str, list[str]] = {}
-        for path in sorted(p for p in source.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl", ".eval")):
+        for path in sorted(p for p in source.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl", ".eval",
+                                                                                         ".parquet")):
             found = _row_keys(con, {str(path)} | readers[str(path)])
             exceptions = [test for kind, _, test in REPRESENTED_OTHERWISE if kind == kinds.get(str(path))]
             missing = [

@@ -341,6 +341,24 @@ def test_bad_turns_are_quarantined_at_their_json_path(wh, tmp_path):
     assert wh.one("SELECT count(*) FROM turns") == 1 and wh.one("SELECT count(*) FROM annotations") == 0
 
 
+NOT_SCALE = ("not a Scale turn: no message has a source_id or a content object {text, ...} (Scale writes both); "
+             "expected a Turn {id, messages: [{role, content: {text}, source_id}]}. A chat row of "
+             "{role, content: string} messages is a Hugging Face / OpenAI chat row: read it with --format hf_chat")
+
+
+def test_an_openai_chat_jsonl_forced_as_scale_is_refused_naming_the_expected_shape(wh, tmp_path):
+    """A chat file of {"messages": [{role, content: string}]} lines read as Scale turns gave a turn per line,
+    silently: a turn must show that it is Scale's (a source_id, a content object)."""
+    lines = [{"messages": [{"role": "system", "content": "Be kind."}, {"role": "user", "content": f"Q{i}"},
+                           {"role": "assistant", "content": f"A{i}"}]} for i in range(40)]
+    lines.append({"role": "user", "content": "a lone message of another format"})
+    path = write_text(tmp_path / "in" / "chat.jsonl", "".join(json.dumps(line) + "\n" for line in lines))
+    s = wh.ingest(path, format="scale")
+    assert (s.records_ingested, s.records_quarantined) == (0, 41)
+    assert {error for _, _, error in quarantine(wh)} == {NOT_SCALE}
+    assert wh.one("SELECT count(*) FROM responses") == 0
+
+
 def test_bad_jsonl_lines_name_the_line_and_the_path_inside(wh, tmp_path):
     good = {"id": "t", "messages": [{"role": "user", "content": {"text": "q"}, "source_id": "u", "annotations": []}]}
     bad = {"id": "t", "messages": [{"role": "assistant", "content": {"text": "a"}, "source_id": "m",

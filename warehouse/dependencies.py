@@ -10,7 +10,8 @@ On disk (unchanged since the column exists, so existing warehouses stay readable
 column is a JSON list with one object per dependency, in the order they were met:
 
 * a file: ``{"path", "size", "mtime_ns", "sha256"}``; ``size`` is null when it was not there
-  or not read (``mtime_ns`` then says whether something stood there);
+  or not read (``mtime_ns`` then says whether something stood there); ``sha256`` is null when only
+  its first bytes were read (``SourceFile.peek_dependency``);
 * a directory listed: ``{"path", "size": null, "mtime_ns", "sha256": null, "dir": true}``; for a
   bucket prefix (which has no mtime), ``mtime_ns`` is a digest of the names under it (``remote.names_digest``);
 * a run option asked for: ``{"option", "value"}``;
@@ -38,7 +39,7 @@ class Dependency:
 
     kind: Kind
     path: str | None = None  # file, dir, refused: absolute, by name
-    size: int | None = None  # file: bytes read; None when absent, unreadable or refused for its size
+    size: int | None = None  # file: its size when read; None when absent, unreadable or refused for its size
     mtime_ns: int | None = None  # file, dir: None when nothing stood there
     sha256: str | None = None  # file: digest of the bytes read
     name: str | None = None  # option: its name

@@ -144,6 +144,7 @@ class SourceFile:
         self.dependencies: list[Dependency] = []
         self._f, self.size, self.mtime_ns = open_source(path)
         self._hash = hashlib.sha256()
+        self._hashed = False  # every byte hashed already (``seekable``): the digest is final
         self._data: bytes | None = None
         self._range: tuple[int, int] | None = None
         if chunk is not None and chunk[1] - chunk[0] <= max_record_bytes:
@@ -292,8 +293,34 @@ class SourceFile:
         except OSError as e:  # unreadable, or not a regular file: tried again next run
             self.dependencies.append(Dependency.file(path))
             raise ReferenceRefused(f"cannot read {path}: {e.strerror or e}") from None
-        self.dependencies.append(Dependency.file(path, len(data), st.st_mtime_ns, hashlib.sha256(data).hexdigest()))
+        self._read_whole(Dependency.file(path, len(data), st.st_mtime_ns, hashlib.sha256(data).hexdigest()))
         return data
+
+    def peek_dependency(self, path: str, size: int = HEAD_BYTES) -> bytes | None:
+        """The first ``size`` bytes of another file in this file's tree (None when it does not exist),
+        to tell whether this file's rows depend on it (a sibling of another kind: a batch's output
+        beside its input). It is recorded by its size and mtime, so a change re-ingests this file; read
+        the file with ``read_dependency`` once it is known to matter.
+
+        Raises ReferenceRefused as ``read_dependency`` does (outside the tree, not a regular file, unreadable).
+        """
+        path = self.reference(path)
+        try:
+            f, total, mtime_ns = open_source(path)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            self.dependencies.append(Dependency.file(path))  # absent: read when it appears
+            return None
+        except OSError as e:
+            self.dependencies.append(Dependency.file(path))
+            raise ReferenceRefused(f"cannot read {path}: {e.strerror or e}") from None
+        with f:
+            try:
+                head = f.read(size)
+            except OSError as e:
+                self.dependencies.append(Dependency.file(path))
+                raise ReferenceRefused(f"cannot read {path}: {e.strerror or e}") from None
+        self.dependencies.append(Dependency.file(path, total, mtime_ns))  # no digest: only its start was read
+        return head
 
     def _read_object(self, url: str) -> bytes | None:
         """``read_dependency`` of an object: the same rules, through its listing entry or a HEAD."""
@@ -315,8 +342,14 @@ class SourceFile:
         except OSError as e:
             self.dependencies.append(Dependency.file(url))
             raise ReferenceRefused(f"cannot read {url}: {e.strerror or e}") from None
-        self.dependencies.append(Dependency.file(url, len(data), mtime_ns, hashlib.sha256(data).hexdigest()))
+        self._read_whole(Dependency.file(url, len(data), mtime_ns, hashlib.sha256(data).hexdigest()))
         return data
+
+    def _read_whole(self, read: Dependency) -> None:
+        """Record a file read whole; its first bytes read before (``peek_dependency``) say nothing more."""
+        self.dependencies[:] = [d for d in self.dependencies
+                                if not (d.kind == "file" and d.path == read.path and d.sha256 is None and d.size is not None)]
+        self.dependencies.append(read)
 
     def option(self, name: str):
         """A run option (e.g. ``tokenizer``). Asking for it makes it a dependency:

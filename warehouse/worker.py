@@ -5,8 +5,8 @@ result (``BatchResult``) is the catalog rows of its files and the Parquet files 
 wrote, which the runner commits. Batches are run by an engine (``pool.py``).
 
 ``BatchIngest`` decides, file by file: catalogued with a reason and never opened (a
-format knows it holds no records), read from its path alone, passed over (not JSON, not
-named), unreadable, unchanged (its bytes are the catalogued ones: not parsed), empty,
+format knows it holds no records), read from its path alone, passed over (not JSON, claimed
+by no format, not named), unreadable, unchanged (its bytes are the catalogued ones: not parsed), empty,
 unrecognised (no format claims it), or read: through the format's fast path, or
 record by record. What it reads goes to the batch's ``RecordSink`` (``sink.py``), which
 maps, validates, writes and quarantines.

@@ -23,6 +23,7 @@ from typing import Any
 from warehouse.records import Mapped, RecordContext, RecordError
 
 from ..fields import children, id_text, json_type, preview
+from ..messages import tool_name
 from . import detect
 from .item import item_rows, merge_extra, read_document
 from .platform import read_item
@@ -77,7 +78,7 @@ def _turn(m: Taker, index: int, locator: str, response_id: str) -> dict:
         raise RecordError(
             f"tool_calls: expected a list, got {json_type(tool_calls)} {preview(tool_calls)}", sub_locator=sub + ".tool_calls"
         )
-    names = [_tool_name(call, f"{sub}.tool_calls[{i}]") for i, call in enumerate(tool_calls or ())]
+    names = [tool_name(call, f"{sub}.tool_calls[{i}]") for i, call in enumerate(tool_calls or ())]
     content, parts = _content(m)
     row = {
         "response_id": response_id,
@@ -117,11 +118,3 @@ def _content(m: Taker) -> tuple[str | None, list | None]:
         texts = [p["text"] for p in parts if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)]
         return ("\n".join(texts) if texts else None), parts
     return None, None  # an object or a scalar: kept verbatim in extra.content
-
-
-def _tool_name(call: Any, sub: str) -> str | None:
-    fn = call.get("function") if isinstance(call, dict) else None
-    name = fn.get("name") if isinstance(fn, dict) else None
-    if name is not None and not isinstance(name, str):
-        raise RecordError(f"name: expected a string, got {json_type(name)} {preview(name)}", sub_locator=sub + ".function.name")
-    return name

@@ -39,6 +39,7 @@ def map_turn(record: Record, ctx: RecordContext) -> Mapped:
             "{id, messages, annotations}, a Message {role, content, source_id}, a Thread {turns} or a Task "
             "{threads}; pass --format to read it as another format"
         )
+    _check_scale_messages(obj if turn is None else messages)
     delivery, delivery_extra = _delivery(record.envelope or {})
     thread_id = delivery.get("thread_id")
 
@@ -67,6 +68,21 @@ def map_turn(record: Record, ctx: RecordContext) -> Mapped:
     out["responses"] = _responses(rows, candidates, ids, base, ctx)
     out["turns"] = rows
     return out
+
+
+def _check_scale_messages(messages: Any) -> None:
+    """A turn (or a lone message) is Scale's only when a message says so: Scale writes a ``source_id`` on
+    every message and its ``content`` as an object ``{text, ...}``. Messages with neither are another
+    format's (an OpenAI / Hugging Face chat row ``{"messages": [{"role", "content": "..."}]}``), which read
+    as Scale would be a silent misread: the record is refused, saying what was expected."""
+    items = [messages] if isinstance(messages, dict) else messages if isinstance(messages, list) else []
+    found = [m for m in items if isinstance(m, dict)]
+    if found and not any("source_id" in m or isinstance(m.get("content"), dict) for m in found):
+        raise RecordError(
+            "not a Scale turn: no message has a source_id or a content object {text, ...} (Scale writes both); "
+            "expected a Turn {id, messages: [{role, content: {text}, source_id}]}. A chat row of "
+            "{role, content: string} messages is a Hugging Face / OpenAI chat row: read it with --format hf_chat"
+        )
 
 
 def _role(m: Fields) -> str:

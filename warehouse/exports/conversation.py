@@ -8,9 +8,10 @@ including the response's own final message:
 
 * its final message is the last assistant message it owns (``turns.response_id``),
   or its answer placed after ``answers_turn``;
-* the other candidates' answers in the same run of assistant messages (the
-  alternatives to its prompt: ``[user, model_1, model_2]``, several answers
-  to one prompt) are left out;
+* the other candidates' answers in the same run of messages other responses own
+  (the alternatives to its prompt: ``[user, model_1, model_2]``, several answers
+  to one prompt, a preference row's chosen completion before its rejected one)
+  are left out;
 * from an earlier run of alternatives, the ones by the response's model are kept
   when there are any (dtlpy's ``to_messages(model_name=...)``), else all of them;
 * a record with no messages (a prompt and a response) gives system prompt, user prompt, answer.
@@ -21,7 +22,8 @@ an assistant message keeps its ``tool_calls`` (``content`` may then be null); a
 ``tool`` message its ``tool_call_id``. What that shape cannot hold is left out
 and counted (``Conversation.left_out``): a tool message that answers no earlier
 tool call (OpenAI rejects it), a media part other than an image, a role OpenAI
-has no word for. docs/export.md#conversations
+has no word for. A content part's keys written null are left out (Arrow-typed writers,
+``datasets``' among them, give every part every key). docs/export.md#conversations
 """
 
 from __future__ import annotations
@@ -183,7 +185,8 @@ def _kept_parts(parts: Any, left: Counter) -> str | list | None:
     for p in parts if isinstance(parts, list) else ():
         kind = p.get("type") if isinstance(p, dict) else None
         if kind in PART_TYPES:
-            kept.append(p)
+            # a key written null is no key (Arrow's struct types, hence datasets' writers, give every part every key)
+            kept.append({k: v for k, v in p.items() if v is not None})
         else:
             left[f"content part of type {kind!r} (not an OpenAI chat part)"] += 1
     return _simplest(kept)
@@ -216,9 +219,11 @@ def _json(value: Any) -> Any:
 
 def _alternatives_left_out(messages: list[_Message], me: str, model: str | None) -> list[_Message]:
     """Drop the other candidates of the response's own run; from earlier runs of alternatives keep its model's."""
-    runs: list[list[int]] = []  # runs of consecutive assistant messages owned by other responses
+    # runs of consecutive messages owned by other responses: their answers (an alternative answer may be
+    # several messages: a tool call, the tool's reply, the answer; a preference row's chosen completion)
+    runs: list[list[int]] = []
     for i, m in enumerate(messages):
-        alternative = m.role == "assistant" and m.owner not in (None, me)
+        alternative = m.owner not in (None, me)
         if alternative and runs and runs[-1][-1] == i - 1:
             runs[-1].append(i)
         elif alternative:
@@ -236,8 +241,8 @@ def _alternatives_left_out(messages: list[_Message], me: str, model: str | None)
 
 
 def _reaches(messages: list[_Message], start: int, last: int, me: str) -> bool:
-    """Whether only the response's own assistant messages lie between ``start`` and its final message."""
-    return all(messages[i].role == "assistant" and messages[i].owner == me for i in range(start, last + 1))
+    """Whether only the response's own messages lie between ``start`` and its final message."""
+    return all(messages[i].owner == me for i in range(start, last + 1))
 
 
 def _has_something(m: _Message) -> bool:
