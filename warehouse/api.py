@@ -62,7 +62,7 @@ import duckdb
 
 from .errors import StorageError, UsageError
 from .remote import StorageOptions
-from .views import Snapshot, cursor, open_snapshot, readable_hint
+from .views import Snapshot, cursor, damage_error, open_snapshot, readable_hint
 
 if TYPE_CHECKING:  # polars and pyarrow are imported where used, not at start-up
     import polars as pl
@@ -89,11 +89,15 @@ class _Open:
 
     @contextmanager
     def reading(self) -> Iterator[None]:
-        """Turn DuckDB's error for a deleted file of this snapshot into one that says what to do."""
+        """Turn DuckDB's error for a deleted file of this snapshot, or a damaged table, into one that says
+        what to do."""
         try:
             yield
-        except duckdb.IOException as e:
-            gone = self.snapshot.missing()
+        except duckdb.Error as e:
+            damaged = damage_error(e, self.snapshot.root)
+            if damaged is not None:
+                raise damaged from None
+            gone = self.snapshot.missing() if isinstance(e, duckdb.IOException) else []
             if not gone:
                 raise
             raise StorageError(stale_message(self.snapshot, gone)) from e
