@@ -53,6 +53,7 @@ def main() -> None:
         subprocess.run([sys.executable, str(Path(__file__).parent / "queries.py"), "--runs", "2", "--corpus", a.corpus],
                        check=True, stdout=subprocess.DEVNULL)
     import warehouse
+    from warehouse.exports import formats as export_formats
 
     con = warehouse.connect(root)
     where = a.where or "true"
@@ -64,7 +65,7 @@ def main() -> None:
     scratch = Path(tempfile.mkdtemp(prefix="export-bench-", dir=root.parent))
     try:
         for fmt in a.formats:
-            out = scratch / f"out.{fmt}"
+            out = scratch / f"out-{fmt}{(export_formats()[fmt].suffixes or ('',))[0]}"  # read back only so named
             say(f"exporting {fmt} ...")
             cmd = [sys.executable, "-m", "warehouse.cli", "export", "--root", str(root), "--format", fmt,
                    "--out", str(out), "--memory-limit", a.memory_limit, "--quiet"]

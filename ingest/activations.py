@@ -32,7 +32,8 @@ _LAYOUTS = re.compile(
     r"inference/(?:[^/]+/)?raw/(?:residual|internals)/.+\.pt"
     r"|extraction/.+/activations/(?:[^/]+/[^/]+/(?:train|val)_(?:all_layers|layer[0-9]+)|all_layers)\.pt"
     r"|extraction/.+/val_activations/val_(?:pos|neg)_layer[0-9]+\.pt"
-    r")$"
+    r")$",
+    re.DOTALL,  # a folder's name may hold a newline
 )
 
 ACTIVATIONS = Table(

@@ -4,8 +4,8 @@
 # AfterImage generates conversations as personas and has a judge grade them (five
 # criteria, an overall grade, a final score). The warehouse keeps each criterion
 # as a row of `evaluations` (with its scale: 0-1 and 0-100 scores are never mixed)
-# and the persona as a column of `responses`. The view `dpo_pairs` pairs answers to
-# the same conversation that got different grades.
+# and the persona as a column of `responses`. The view `dpo_pairs` pairs the best
+# answer to a conversation with each answer to it that got a worse grade.
 
 # %%
 import matplotlib.pyplot as plt
@@ -36,13 +36,14 @@ grades = wh.sql("""
 show(grades.group_by("overall_grade", "grade_rank").len().sort("grade_rank"), "overall grades")
 
 # %%
-personas = by_persona["persona"].to_list()
-names = [label(p) for p in personas]  # whole words, on two lines at most
+personas = by_persona["persona"].to_list()  # None: the rows that name no persona, a box of their own
+names = [label(p) if p is not None else "(no persona)" for p in personas]  # whole words, on two lines at most
 criteria = sorted(c for c in scores["criterion"].unique().to_list() if c != "final_score")
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(16, 1.5 + 0.6 * len(personas)),
                                gridspec_kw={"width_ratios": [1, 1.3], "wspace": 0.45})
 final = scores.filter(pl.col("criterion") == "final_score")
-ax1.boxplot([final.filter(pl.col("persona") == p)["score"].to_list() for p in personas], orientation="horizontal")
+# eq_missing: None matches the rows with no persona (== None matches no row at all)
+ax1.boxplot([final.filter(pl.col("persona").eq_missing(p))["score"].to_list() for p in personas], orientation="horizontal")
 ax1.set_yticks(range(1, len(personas) + 1), names, fontsize=8)
 ax1.set_xlabel("final score (0-1)")
 ax1.set_title("final score by persona")
@@ -56,7 +57,7 @@ fig.colorbar(im, ax=ax2)
 save(fig, "afterimage_scores_by_persona.png")
 
 # %% [markdown]
-# DPO pairs: the better-graded answer is `chosen`.
+# DPO pairs: the conversation's best answer is `chosen`, each worse-graded one `rejected`.
 
 # %%
 pairs = wh.read("dpo_pairs")

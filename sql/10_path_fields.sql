@@ -13,7 +13,9 @@
 -- trait and prompt_set may contain `/`. Between the pipeline directory and the
 -- position (steering) or `responses` (extraction), three or more segments mean
 -- the last one is the model variant (`{category}/{name}/{variant}`); two mean an
--- older layout without a variant. Files outside such a tree get NULLs.
+-- older layout without a variant. Files outside such a tree get NULLs. Every pattern
+-- with a '.' starts (?s): a folder's name may hold a newline, which RE2's '.' does not
+-- match otherwise (every field of such a path was NULL).
 --
 -- The ingest runner materialises this view per source file after each run (it
 -- is cheap to read, costly to compute over a million paths) and `connect()`
@@ -24,7 +26,7 @@ WITH p AS (
         source_path,
         regexp_replace(source_path, '/[^/]*$', '') AS source_dir,
         nullif(regexp_extract(source_path,
-            '^.*(?:^|/)experiments/([^/]+/(?:inference|extraction|steering)/.+)$', 1), '') AS rel
+            '(?s)^.*(?:^|/)experiments/([^/]+/(?:inference|extraction|steering)/.+)$', 1), '') AS rel
     FROM raw.sources
 ),
 m AS (
@@ -35,22 +37,22 @@ m AS (
         split_part(rel, '/', 1) AS exp,
         split_part(rel, '/', 2) AS pipe,
         CASE WHEN pipe = 'inference' AND rel LIKE '%.json' THEN regexp_extract(rel,
-            '^[^/]+/inference/(?:([^/]+)/)?responses/(.+)/([^/]+)\.json$',
+            '(?s)^[^/]+/inference/(?:([^/]+)/)?responses/(.+)/([^/]+)\.json$',
             ['variant', 'prompt_set', 'prompt_id']) END AS inf,
         CASE WHEN pipe = 'extraction' AND rel LIKE '%.json' THEN regexp_extract(rel,
-            '^[^/]+/extraction/(.+)/(val_)?responses/([^/]+)\.json$',
+            '(?s)^[^/]+/extraction/(.+)/(val_)?responses/([^/]+)\.json$',
             ['mid', 'val', 'stem']) END AS ext,
         CASE WHEN pipe = 'steering' THEN regexp_extract(rel,
-            '^[^/]+/steering/(.+?)/((?:response|prompt|all)_(?:all|-?[0-9]*_?-?[0-9]*))/(?:(.+)/)?responses/(.+)$',
+            '(?s)^[^/]+/steering/(.+?)/((?:response|prompt|all)_(?:all|-?[0-9]*_?-?[0-9]*))/(?:(.+)/)?responses/(.+)$',
             ['mid', 'position', 'prompt_set', 'sub']) END AS ste,
         CASE WHEN pipe = 'inference' AND rel LIKE '%.pt' THEN regexp_extract(rel,
-            '^[^/]+/inference/(?:([^/]+)/)?raw/(residual|internals)/(.+)/([^/]+?)(?:_L([0-9]+))?\.pt$',
+            '(?s)^[^/]+/inference/(?:([^/]+)/)?raw/(residual|internals)/(.+)/([^/]+?)(?:_L([0-9]+))?\.pt$',
             ['variant', 'component', 'prompt_set', 'prompt_id', 'layer']) END AS ainf,
         CASE WHEN pipe = 'extraction' AND rel LIKE '%.pt' THEN regexp_extract(rel,
-            '^[^/]+/extraction/(.+)/activations/([^/]+)/([^/]+)/(train|val)_(?:all_layers|layer([0-9]+))\.pt$',
+            '(?s)^[^/]+/extraction/(.+)/activations/([^/]+)/([^/]+)/(train|val)_(?:all_layers|layer([0-9]+))\.pt$',
             ['mid', 'position', 'component', 'split', 'layer']) END AS aext,
         CASE WHEN pipe = 'extraction' AND rel LIKE '%.pt' THEN regexp_extract(rel,
-            '^[^/]+/extraction/(.+)/(val_)?activations/(?:all_layers|val_(?:pos|neg)_layer([0-9]+))\.pt$',
+            '(?s)^[^/]+/extraction/(.+)/(val_)?activations/(?:all_layers|val_(?:pos|neg)_layer([0-9]+))\.pt$',
             ['mid', 'val', 'layer']) END AS aold
     FROM p
 ),
@@ -66,7 +68,7 @@ s AS (
             '^(?:([^/]+)/([^/]+)/)?L([0-9]+(?:_[0-9]+)*)_c(-?[0-9][0-9.eE+-]*(?:_-?[0-9][0-9.eE+-]*)*?)(?:_([0-9]{4}-[0-9]{2}-[0-9]{2}_[0-9]{2}-[0-9]{2}-[0-9]{2}))?\.json$',
             ['component', 'method', 'layers', 'coefs', 'ts']) AS steered,
         regexp_extract(ste.sub,
-            '^ablation/L([0-9]+)_(.+?)_(mean_diff|probe|gradient|ica|pca|random|[^_]+)\.json$',
+            '(?s)^ablation/L([0-9]+)_(.+?)_(mean_diff|probe|gradient|ica|pca|random|[^_]+)\.json$',
             ['layer', 'component', 'method']) AS ablation
     FROM m
 )
@@ -80,7 +82,7 @@ SELECT
         WHEN len(string_split(mid, '/')) >= 3 THEN regexp_extract(mid, '[^/]+$')
     END AS model_variant,
     CASE
-        WHEN len(string_split(mid, '/')) >= 3 THEN regexp_extract(mid, '^(.+)/[^/]+$', 1)
+        WHEN len(string_split(mid, '/')) >= 3 THEN regexp_extract(mid, '(?s)^(.+)/[^/]+$', 1)
         ELSE mid
     END AS trait,
     CASE

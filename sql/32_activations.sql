@@ -20,7 +20,7 @@ SELECT
     pf.prompt_id,
     r.response_id,
     CASE WHEN pf.pipeline = 'extraction'
-        THEN regexp_replace(a.source_path, '/(?:val_)?activations/.*$', '/responses')
+        THEN regexp_replace(a.source_path, '(?s)/(?:val_)?activations/.*$', '/responses')
     END AS responses_dir,
     a.size_bytes,
     a.mtime_ns,

@@ -7,13 +7,13 @@
 CREATE OR REPLACE VIEW prompts AS
 SELECT
     coalesce(
-        nullif(regexp_extract(source_path, '(?:^|/)(?:datasets/inference|inference/prompts)/(.+)\.json$', 1), ''),
-        nullif(regexp_extract(source_path, '(?:^|/)datasets/traits/(.+)/steering\.json$', 1), ''),
-        nullif(regexp_extract(source_path, '(?:^|/)analysis/steering/prompts/(.+)\.json$', 1), ''),
+        nullif(regexp_extract(source_path, '(?s)(?:^|/)(?:datasets/inference|inference/prompts)/(.+)\.json$', 1), ''),
+        nullif(regexp_extract(source_path, '(?s)(?:^|/)datasets/traits/(.+)/steering\.json$', 1), ''),
+        nullif(regexp_extract(source_path, '(?s)(?:^|/)analysis/steering/prompts/(.+)\.json$', 1), ''),
         regexp_extract(source_path, '([^/]+)\.json$', 1)
     ) AS prompt_set,
     CASE
-        WHEN regexp_matches(source_path, '(?:^|/)datasets/traits/.+/steering\.json$')
+        WHEN regexp_matches(source_path, '(?s)(?:^|/)datasets/traits/.+/steering\.json$')
           OR regexp_matches(source_path, '(?:^|/)analysis/steering/prompts/')
         THEN 'steering'
         ELSE 'inference'

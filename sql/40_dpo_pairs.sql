@@ -1,5 +1,5 @@
--- dpo_pairs: preference pairs for DPO, one row per (chosen, rejected) pair of graded
--- answers to the SAME CONVERSATION whose judge grades differ; chosen is the better grade.
+-- dpo_pairs: preference pairs for DPO: per conversation, its best graded answer (chosen)
+-- with each answer to the SAME CONVERSATION that its judge graded lower (rejected).
 --
 -- The conversation an answer replies to is every message before it: the messages
 -- of its record that are its own or shared (turns.response_id NULL), in turn_index
@@ -11,9 +11,17 @@
 -- Grades rank perfect > good > needs_improvement > bad > not_acceptable
 -- (AfterImage's GradeSchema); a grade outside those five, an unanswered
 -- conversation (response NULL) and an empty answer are left out, as AfterImage's
--- own DPO exporter leaves them. A group of n graded answers gives every pair
--- with different grades (up to n*(n-1)/2). Final scores come with their scale
--- and are shown, never compared, so 0-1 and legacy 0-100 scores cannot mix.
+-- own DPO exporter leaves them.
+--
+-- Pairs per conversation are bounded by its answers, not their square: the chosen
+-- answer is the conversation's best, paired with every answer of a lower grade,
+-- so n graded answers give at most n - 1 pairs (AfterImage's own exporter writes
+-- one, its best against its worst; that pair is among these). The best is the
+-- highest grade; among equals the highest final score, a current 0-1 score
+-- before a legacy 0-100 one (scores of two scales are never compared); then the
+-- first in the source. (Every pair of answers with different grades grows with
+-- the square of a conversation's answers: a few prompts with many graded answers
+-- each gave more pairs than memory holds.)
 CREATE OR REPLACE VIEW dpo_pairs AS
 WITH graded AS (
     SELECT
@@ -51,12 +59,24 @@ asked AS (  -- the messages before it
 ),
 candidates AS (
     SELECT r.response_id, r.response, r.prompt, q.first_user_message, g.grade, g.grade_rank, s.final_score,
-           s.final_score_scale, md5(to_json({system_prompt: r.system_prompt, messages: q.messages})::VARCHAR) AS conversation_key
+           s.final_score_scale, md5(to_json({system_prompt: r.system_prompt, messages: q.messages})::VARCHAR) AS conversation_key,
+           r.source_path, r.record_index, r.source_locator
     FROM raw.responses AS r
     JOIN asked AS q USING (response_id)
     JOIN graded AS g USING (response_id)
     LEFT JOIN final AS s USING (response_id)
     WHERE g.grade_rank IS NOT NULL AND r.response <> '' AND q.first_user_message IS NOT NULL
+),
+ranked AS (  -- the best answer of each conversation is its first (a subquery, not QUALIFY: Spark reads this view too)
+    SELECT *, row_number() OVER (
+        PARTITION BY conversation_key
+        ORDER BY grade_rank DESC, final_score_scale NULLS LAST, final_score DESC NULLS LAST, source_path,
+                 record_index NULLS LAST, source_locator, response_id
+    ) AS place
+    FROM candidates
+),
+best AS (
+    SELECT * FROM ranked WHERE place = 1
 )
 SELECT
     c.conversation_key,
@@ -72,6 +92,6 @@ SELECT
     c.final_score_scale AS chosen_final_score_scale,
     r.final_score AS rejected_final_score,
     r.final_score_scale AS rejected_final_score_scale
-FROM candidates AS c
+FROM best AS c
 JOIN candidates AS r
     ON r.conversation_key = c.conversation_key AND c.grade_rank > r.grade_rank;

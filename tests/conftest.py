@@ -21,6 +21,33 @@ import warehouse
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+def terminal(columns: int = 80) -> tuple[int, int]:
+    """A pseudo-terminal of ``columns`` columns: (master, slave) file descriptors."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    return master, slave
+
+
+def read_terminal(master: int) -> bytes:
+    """All a process wrote to the pseudo-terminal ``master`` until it closed it; ``master`` is closed."""
+    shown = b""
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the process closed the terminal
+            break
+        if not data:
+            break
+        shown += data
+    os.close(master)
+    return shown
+
+
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
 GOLDEN = REPO / "tests" / "golden"
@@ -97,6 +124,10 @@ def spark():
         pytest.skip("no Java runtime (java on PATH or JAVA_HOME): Spark needs Java 17 or later")
     from pyspark.sql import SparkSession
 
+    # Tasks run this interpreter, where the project is (not the `python3` of PATH): PySpark takes it from
+    # PYSPARK_PYTHON as the context starts, not from spark.pyspark.python.
+    before = os.environ.get("PYSPARK_PYTHON")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
     session = (
         SparkSession.builder.master("local[2]").appName("warehouse tests")
         .config("spark.sql.shuffle.partitions", "2")
@@ -105,10 +136,13 @@ def spark():
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", "1g")
         .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.pyspark.python", sys.executable)  # tasks run this interpreter, where the project is
-        .config("spark.executorEnv.PYTHONPATH", str(REPO))  # and see the tests' own toy formats
+        .config("spark.executorEnv.PYTHONPATH", str(REPO))  # tasks see the tests' own toy formats
         .getOrCreate()
     )
+    if before is None:
+        del os.environ["PYSPARK_PYTHON"]
+    else:
+        os.environ["PYSPARK_PYTHON"] = before
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
@@ -174,6 +208,14 @@ def golden(request):
             )
 
     return check
+
+
+def export_out(path: Path, fmt: str) -> Path:
+    """``path``, with the extension an export as ``fmt`` must end in to be read back (afterimage: .jsonl)."""
+    from warehouse.exports import formats
+
+    suffixes = formats()[fmt].suffixes
+    return path if not suffixes or path.name.lower().endswith(suffixes) else path.with_name(path.name + suffixes[0])
 
 
 def write_json(path: Path, value: Any) -> Path:

@@ -6,6 +6,8 @@ import json
 import re
 
 import pytest
+
+import warehouse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -190,6 +192,28 @@ def test_dpo_pairs_need_the_whole_conversation_not_the_first_question(wh, tmp_pa
     assert wh.one("SELECT prompt FROM dpo_pairs") == "Q2"
 
 
+def test_dpo_pairs_grow_with_the_answers_not_their_square(wh, tmp_path):
+    """AfterImage regenerates and re-grades answers: one conversation may have thousands. Every differently
+    graded pair is quadratic (a read of the view ran out of memory); the best answer against each worse
+    one is linear, and holds AfterImage's own best-versus-worst pair."""
+    grades = ["perfect", "good", "needs_improvement", "bad", "not_acceptable"]
+    scores = {"perfect": 0.9, "good": 0.8, "needs_improvement": 0.6, "bad": 0.4, "not_acceptable": 0.2}
+    lines = []
+    for i in range(200):
+        grade = grades[i % 5]
+        row = {"conversations": [{"role": "user", "content": "Name a compost ingredient."},
+                                 {"role": "assistant", "content": f"answer {i}"}],
+               "metadata": {}, "evaluation": {"overall_grade": grade}, "final_score": scores[grade] + i / 10_000}
+        lines.append(json.dumps(row) + "\n")
+    write_text(tmp_path / "in" / "regraded.jsonl", "".join(lines))
+    wh.ingest(tmp_path / "in")
+    pairs = warehouse.read(wh.root, "dpo_pairs")
+    assert pairs.height == 160  # the 40 answers of the best grade are not rejected; the others once each
+    assert set(pairs["chosen_response"]) == {"answer 195"}  # the best grade's highest final score
+    assert sorted(pairs["rejected_response"]) == sorted(f"answer {i}" for i in range(200) if i % 5)
+    assert ("answer 195", "answer 4") in set(zip(pairs["chosen_response"], pairs["rejected_response"]))  # AfterImage's pair
+
+
 def test_response_grades_join_responses_for_grade_and_persona_filters(ai):
     rows = ai.rows("SELECT persona, overall_grade, grade_rank, final_score, final_score_scale FROM responses "
                    "JOIN response_grades USING (response_id) WHERE persona LIKE 'A retired%' ORDER BY grade_rank")
@@ -216,6 +240,9 @@ def test_every_fixture_is_detected_as_its_own_format():
     for path in FIXTURES.rglob("*.json*"):
         head = path.read_bytes()[:65536]
         folder = path.relative_to(FIXTURES).parts[0]  # the fixtures folder is named after the format
+        if folder == "near_misses":  # the formats' near misses: of none (tests/test_errors.py)
+            assert detect(str(path), head, INGESTORS) is None, path
+            continue
         expected = max((i.name for i in INGESTORS if folder == i.name or folder.startswith(i.name + "_")), key=len)
         assert detect(str(path), head, INGESTORS).name == expected, path
         assert AfterImage().sniff(str(path), head) == (expected == "afterimage"), path

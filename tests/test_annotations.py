@@ -6,11 +6,15 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 import time
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import warehouse
 
 from warehouse.formats import spans as spanlib
 from warehouse.formats import tokenizers
@@ -282,6 +286,119 @@ def test_the_tokenize_command_adds_token_ranges_to_an_existing_warehouse(tmp_pat
     # remembered: a later plain ingest keeps the token ranges and re-reads nothing
     s = later.ingest(ANN)
     assert s.files_ingested == 0 and later.one("SELECT count(*) FROM annotations WHERE token_source = 'tokenizer'") > 0
+
+
+# A tokenizer the run cannot use is a usage error before anything changes, never a quarantined file.
+
+#: `import transformers` fails in a process started with this folder on PYTHONPATH, as where it is not
+#: installed (the quick start's `pip install -e .`): a None in sys.modules is what Python's own import
+#: system answers "not there" with, to find_spec and to import alike
+NOT_INSTALLED = "import sys\nsys.modules['transformers'] = None\n"
+#: ... or installed but broken: the package is found, and importing it fails
+BROKEN = "raise ImportError(\"cannot import name 'AutoTokenizer' (a broken install)\")\n"
+
+
+def _state(w) -> tuple:
+    """What a run that changes nothing leaves as it was: the snapshots, the rows, the quarantine."""
+    return (len(warehouse.history(w.root)), w.one("SELECT count(*) FROM annotations"),
+            w.one("SELECT count(*) FROM quarantine"), w.one("SELECT count(*) FROM sources"))
+
+
+def _warehouse_cli(*argv, blocker: str | None = None, tmp_path=None) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    if blocker is not None:
+        folder = tmp_path / "blocker"
+        (folder / "transformers").mkdir(parents=True, exist_ok=True)
+        if blocker == NOT_INSTALLED:
+            (folder / "sitecustomize.py").write_text(blocker)
+        else:
+            (folder / "transformers" / "__init__.py").write_text(blocker)
+        env["PYTHONPATH"] = os.pathsep.join([str(folder), env.get("PYTHONPATH", "")])
+    return subprocess.run([sys.executable, "-m", "warehouse.cli", *map(str, argv)], env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture
+def annotated(tmp_path):
+    w = Warehouse(tmp_path / "wh")
+    w.ingest(ANN)
+    return w
+
+
+@pytest.mark.parametrize("command", ["tokenize", "ingest"])
+def test_a_tokenizer_folder_that_holds_no_tokenizer_is_a_usage_error_and_changes_nothing(annotated, tmp_path, command):
+    (tmp_path / "empty").mkdir()
+    before = _state(annotated)
+    argv = ["--root", annotated.root, "--tokenizer", tmp_path / "empty", "--jobs", "1"]
+    r = _warehouse_cli(*(["tokenize", *argv] if command == "tokenize" else ["ingest", ANN, *argv]))
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == (f"error: --tokenizer {tmp_path / 'empty'}: no tokenizer.json in it: a fast tokenizer is needed "
+                        "for character offsets (a folder saved with save_pretrained holds one)\n")
+    assert _state(annotated) == before
+
+
+def test_a_damaged_tokenizer_stops_the_run_where_it_is_loaded_and_changes_nothing(annotated, tmp_path):
+    """A problem only loading finds (its tokenizer.json is not a tokenizer) is met in the middle of
+    the run: the run stops there with the usage error, the files it read are not quarantined."""
+    (tmp_path / "damaged").mkdir()
+    (tmp_path / "damaged" / "tokenizer.json").write_text("{}")
+    before = _state(annotated)
+    r = _warehouse_cli("tokenize", "--root", annotated.root, "--tokenizer", tmp_path / "damaged", "--jobs", "1")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith(f"error: --tokenizer {tmp_path / 'damaged'}: cannot load a tokenizer from it (")
+    assert r.stderr.endswith("give --tokenizer another folder, or --no-tokenizer to do without\n")
+    assert _state(annotated) == before
+
+
+@pytest.mark.parametrize("blocker", [NOT_INSTALLED, BROKEN], ids=["not installed", "broken"])
+@pytest.mark.parametrize("command", ["tokenize", "ingest"])
+def test_without_transformers_a_tokenizer_is_a_usage_error_and_changes_nothing(annotated, tmp_path, tokenizer_dir,
+                                                                                command, blocker):
+    before = _state(annotated)
+    argv = ["--root", annotated.root, "--tokenizer", tokenizer_dir, "--jobs", "1"]
+    r = _warehouse_cli(*(["tokenize", *argv] if command == "tokenize" else ["ingest", ANN, *argv]),
+                       blocker=blocker, tmp_path=tmp_path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith(f"error: --tokenizer {tokenizer_dir}: needs transformers, which is not installed: "
+                               "pip install 'response-warehouse[tokenize]'")
+    assert _state(annotated) == before
+
+
+def test_a_remembered_tokenizer_that_is_gone_is_a_usage_error_saying_how_to_change_or_forget_it(tmp_path, tokenizer_dir):
+    tree = tmp_path / "tree"
+    shutil.copytree(ANN, tree)
+    moved = tmp_path / "tok"
+    shutil.copytree(tokenizer_dir, moved)
+    w = Warehouse(tmp_path / "wh")
+    w.ingest(tree, tokenizer=moved)
+    tokenized = w.one("SELECT count(*) FROM annotations WHERE token_source = 'tokenizer'")
+    assert tokenized > 0
+    moved.rename(tmp_path / "elsewhere")
+    changed = tree / "experiments/fa/steering/cat/syco/instruct/response__5/steering/responses/baseline_annotations.json"
+    changed.write_text(changed.read_text().replace("\"author\": \"tester\"", "\"author\": \"another\""))
+    before = _state(w)
+    r = _warehouse_cli("ingest", tree, "--root", w.root, "--jobs", "1")
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == (f"error: --tokenizer {moved}, remembered from an earlier run: not a directory (give a local "
+                        "tokenizer directory, e.g. one saved with save_pretrained); give --tokenizer again with another, "
+                        "or --no-tokenizer to forget it\n")
+    assert _state(w) == before
+    # another folder replaces it ...
+    assert _warehouse_cli("ingest", tree, "--root", w.root, "--jobs", "1", "--quiet",
+                          "--tokenizer", tmp_path / "elsewhere").returncode == 0
+    assert w.one("SELECT count(*) FROM annotations WHERE token_source = 'tokenizer'") == tokenized
+    (tmp_path / "elsewhere").rename(tmp_path / "gone")
+    # ... and --no-tokenizer forgets it: the files it tokenized are read again without it
+    assert _warehouse_cli("ingest", tree, "--root", w.root, "--jobs", "1", "--quiet", "--no-tokenizer").returncode == 0
+    assert w.one("SELECT count(*) FROM annotations WHERE token_source = 'tokenizer'") == 0
+    assert w.ingest(tree).files_ingested == 0  # forgotten: a plain run asks for nothing
+
+
+def test_python_forgets_a_tokenizer_as_the_command_line_does(tmp_path, tokenizer_dir):
+    w = Warehouse(tmp_path / "wh")
+    w.ingest(ANN, tokenizer=tokenizer_dir)
+    w.ingest(ANN, tokenizer=False)
+    assert w.one("SELECT count(*) FROM annotations WHERE token_source = 'tokenizer'") == 0
 
 
 def test_bos_rule_of_tokenize_batch(tokenizer_dir):

@@ -17,7 +17,8 @@ import pytest
 
 import warehouse
 from warehouse import api, views
-from warehouse.errors import StorageError, UsageError
+from warehouse.cli import main
+from warehouse.errors import QueryError, StorageError, UsageError, WarehouseError
 
 from .conftest import REPO, Warehouse, write_json
 
@@ -184,6 +185,47 @@ def test_a_closed_warehouse_says_so(root):
     with pytest.raises(UsageError, match=r"Warehouse\('.*'\) is closed; open it again with warehouse.open\(\)"):
         wh.read("responses")
     assert repr(wh).endswith(" closed")
+
+
+#: a query DuckDB binds but fails while computing its rows (a string that is no integer)
+FAILS_ON_ROWS = "CAST(source_path AS INTEGER) = 1"
+
+
+@pytest.mark.parametrize("call", [
+    lambda wh: wh.sql("SELECT nope FROM responses"),
+    lambda wh: wh.read("responses", where="nope = 1"),
+    lambda wh: wh.read_arrow("responses", where="nope = 1"),
+    lambda wh: wh.scan("responses", where="nope = 1"),
+    lambda wh: wh.read("responses", where=FAILS_ON_ROWS),
+    lambda wh: wh.read_arrow("responses", where=FAILS_ON_ROWS),
+    lambda wh: wh.scan("responses", where=FAILS_ON_ROWS).collect(),
+    lambda wh: warehouse.read(wh.root, "responses", where="nope = 1"),
+    lambda wh: warehouse.read_arrow(wh.root, "responses", where=FAILS_ON_ROWS),
+], ids=["sql", "read", "read_arrow", "scan", "read rows", "read_arrow rows", "scan collect", "read()", "read_arrow()"])
+def test_a_query_duckdb_rejects_is_a_query_error(root, call):
+    """README: errors are WarehouseError subclasses; a bad column or a failed cast was a raw duckdb exception."""
+    with warehouse.open(root) as wh, pytest.raises(QueryError) as e:
+        call(wh)
+    assert isinstance(e.value, WarehouseError) and not isinstance(e.value, duckdb.Error)
+    assert "nope" in str(e.value) or "Could not convert string" in str(e.value)
+
+
+def test_a_one_line_querys_error_points_at_line_1(root, capsys):
+    """A failed cast in a one-line query said LINE 3 (the output's own SQL wraps the query), the caret under it."""
+    query = "SELECT response_id, CAST(source_path AS INTEGER) FROM responses"
+    caret = " " * len("LINE 1: SELECT response_id, ") + "^"
+    for fmt in ("table", "csv", "json", "jsonl"):
+        with pytest.raises(QueryError) as e:
+            warehouse.sql(root, query, format=fmt)
+        lines = str(e.value).splitlines()
+        assert lines[-2] == f"LINE 1: {query}" and lines[-1].startswith(caret) and lines[-1][len(caret) - 1] == "^", (fmt, lines)
+    # on the second of three lines, the command line says so: line 2, the caret under CAST
+    assert main(["sql", "SELECT 1 AS x,\n  CAST(source_path AS INTEGER)\nFROM responses", "--root", str(root)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.splitlines()[-2:] == ["LINE 2:   CAST(source_path AS INTEGER)", " " * len("LINE 2:   ") + "^" * 28]
+    # on line 8 of 9 (DuckDB's LINE 10: one digit fewer, the caret one column left)
+    assert main(["sql", "SELECT\n" + "1 AS x,\n" * 6 + "CAST(source_path AS INTEGER)\nFROM responses", "--root", str(root)]) == 1
+    assert capsys.readouterr().err.splitlines()[-2:] == ["LINE 8: CAST(source_path AS INTEGER)", " " * len("LINE 8: ") + "^" * 28]
 
 
 # --- the API's types --------------------------------------------------------------------------------

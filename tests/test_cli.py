@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -209,3 +210,87 @@ cli.script()
     missing = subprocess.run([sys.executable, "-c", code.replace(str(root), str(root) + "-missing")],
                              capture_output=True, text=True)
     assert missing.returncode != 0 and "exit handlers ran" in missing.stderr
+
+
+# --- what a new user types wrong ---------------------------------------------------------------------
+
+
+def warehouse_cli(*args: str) -> subprocess.CompletedProcess:
+    exe = shutil.which("warehouse")
+    assert exe, "the `warehouse` console script is not on PATH: install with pip install -e ."
+    return subprocess.run([exe, *args], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("command", ["ingest", "tokenize"])
+@pytest.mark.parametrize("jobs", ["0", "-3"])
+def test_jobs_must_be_at_least_one(tmp_path, command, jobs):
+    """--jobs 0 and --jobs -3 were taken (as one worker per core); nothing is made."""
+    args = [str(TI)] if command == "ingest" else ["--tokenizer", str(tmp_path)]
+    proc = warehouse_cli(command, *args, "--root", str(tmp_path / "wh"), "--jobs", jobs)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == f"error: --jobs {jobs}: must be an integer of 1 or more\n"
+    assert not (tmp_path / "wh").exists()
+
+
+@pytest.mark.parametrize("command", ["ingest", "tokenize", "export", "compact"])
+def test_q_is_quiet(command):
+    """Every --quiet is also -q, as in most commands a user knows."""
+    quiet = build_parser()._subparsers._group_actions[0].choices[command]._option_string_actions["-q"]
+    assert quiet.dest == "quiet" and "--quiet" in quiet.option_strings
+
+
+def test_q_runs_quiet(tmp_path):
+    proc = warehouse_cli("ingest", str(TI), "--root", str(tmp_path / "wh"), "-q")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+
+
+def test_an_unknown_option_is_reported_with_its_commands_usage(root):
+    """It was reported under `usage: warehouse [-h] [--version] COMMAND ...`, which names no option of sql."""
+    proc = warehouse_cli("sql", "SELECT 1", "--root", str(root), "--bogus")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("usage: warehouse sql [-h]"), proc.stderr
+    assert proc.stderr.splitlines()[-1] == "warehouse sql: error: unrecognized arguments: --bogus"
+    top = warehouse_cli("--bogus", "sql", "SELECT 1", "--root", str(root))  # before the command: the top level's
+    assert top.returncode == 2 and top.stderr.startswith("usage: warehouse [-h]"), top.stderr
+
+
+@pytest.mark.parametrize("command", [["tokenize", "--tokenizer", "."], ["sql", "SELECT 1"], ["stats"], ["history"]])
+def test_a_missing_root_is_the_same_error_for_every_command(tmp_path, command):
+    """tokenize exited 2 (a usage error) where the other commands exit 1, saying how to make a warehouse."""
+    proc = warehouse_cli(*command, "--root", str(tmp_path / "none"))
+    assert (proc.returncode, proc.stderr) == (1, f"error: {tmp_path / 'none'}: no such directory, so no warehouse "
+                                                 f"here; create one with `warehouse ingest PATH --root {tmp_path / 'none'}`\n")
+
+
+def test_export_help_names_the_formats_and_those_back_to_the_sources():
+    from warehouse.exports import formats
+    from warehouse.exports.generic import GENERIC
+
+    text = build_parser()._subparsers._group_actions[0].choices["export"].format_help()
+    back = [name for name in formats() if name not in {f.name for f in GENERIC}]
+    assert back, "the installed formats write their own shape back"
+    flat = " ".join(text.split())
+    assert f"formats: {', '.join(f.name for f in GENERIC)}" in flat
+    assert f"back to a source format: {', '.join(sorted(back))}" in flat
+
+
+def test_ingesting_a_folder_with_no_json_says_so(tmp_path):
+    """It made a warehouse and said only "0 files: 0 ingested": was the path wrong, or the files?"""
+    empty = tmp_path / "exports"
+    (empty / "sub").mkdir(parents=True)
+    (empty / "notes.txt").write_text("not data")
+    root = tmp_path / "wh"
+    proc = warehouse_cli("ingest", str(empty), "--root", str(root))
+    assert (proc.returncode, proc.stdout) == (0, "")
+    kinds = r"no \.json, \.jsonl(, \.\w+)* or \.\w+ file"  # and what else an installed format reads (.pt)
+    assert re.fullmatch(rf"{kinds} under {re.escape(str(empty))}: the warehouse at {re.escape(str(root))} "
+                        "was made, and is empty", proc.stderr.splitlines()[-1]), proc.stderr
+    assert warehouse_cli("sql", "SELECT count(*) AS n FROM responses", "--root", str(root), "--format", "csv").stdout \
+        == '"n"\n0\n'  # a warehouse all the same (only ingest makes one, even with nothing to add)
+    again = warehouse_cli("ingest", str(empty), "--root", str(root))
+    assert re.fullmatch(rf"{kinds} under {re.escape(str(empty))}: nothing to add; the warehouse at "
+                        rf"{re.escape(str(root))} is unchanged", again.stderr.splitlines()[-1]), again.stderr
+    quiet = warehouse_cli("ingest", str(empty), "--root", str(root), "-q")
+    assert (quiet.returncode, quiet.stderr) == (0, "")
+    only = warehouse_cli("ingest", str(empty), "--root", str(root), "--format", "dataloop")
+    assert only.stderr.splitlines()[-1].startswith(f"no .json file under {empty}: nothing to add")

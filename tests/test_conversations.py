@@ -16,7 +16,7 @@ import pytest
 import warehouse
 from warehouse.exports.conversation import text_of
 
-from .conftest import FIXTURES, Warehouse, write_json, write_text
+from .conftest import FIXTURES, Warehouse, export_out, write_json, write_text
 from .openai_chat import check_line
 
 MULTI_TURN = {"conversations": [{"role": "user", "content": "Q1"}, {"role": "assistant", "content": "A1"},
@@ -278,11 +278,12 @@ def test_the_other_formats_exports_write_the_same_conversations(fmt, samples_wh,
     convs = chat(samples_wh, tmp_path / "o.jsonl", where)
     expected = [[(m["role"], text_of(m)) for m in c if m["role"] in ("user", "assistant") and text_of(m) is not None]
                 for c in convs]
-    warehouse.export(samples_wh.root, where + " AND response <> ''", fmt, tmp_path / "x", progress=False)
+    out = export_out(tmp_path / "x", fmt)
+    warehouse.export(samples_wh.root, where + " AND response <> ''", fmt, out, progress=False)
     if fmt == "scale":
         got = [[(m["role"], m["content"]["text"]) for m in t["messages"] if m["role"] in ("user", "assistant")]
-               for t in json.loads((tmp_path / "x").read_text())]
+               for t in json.loads(out.read_text())]
     else:
         got = [[(m["role"], m["content"]) for m in r["conversations"]]
-               for r in map(json.loads, (tmp_path / "x").read_text().splitlines())]
+               for r in map(json.loads, out.read_text().splitlines())]
     assert sorted(got) == sorted(expected)

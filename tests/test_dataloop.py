@@ -436,8 +436,6 @@ BAD = [
      '.prompts["1"][0]', "expected a JSON object for the prompt element, got string 'hi'"),
     ({"shebang": "dataloop", "metadata": {"dltype": "prompt"}},
      "", 'a prompt document needs a prompts object ({"1": [...]}); none found'),
-    ({"shebang": "dataloop", "metadata": {"dltype": "link"}, "url": "x"},
-     ".metadata.dltype", "Dataloop document type 'link' holds no responses: this format reads prompt items (dltype prompt) and llm_trace documents"),
     ({"shebang": "dataloop", "name": "x"},
      "", "not a Dataloop prompt item or llm_trace: no prompts, messages or item metadata (keys: name, shebang); pass --format to read it as another format"),
     ({"shebang": "dataloop", "messages": [{"content": "hi"}]},
@@ -456,6 +454,17 @@ def test_bad_documents_are_quarantined_with_a_locator(wh, tmp_path, doc, locator
     wh.ingest(write_json(tmp_path / "in" / "p.json", doc))
     assert quarantine(wh) == [(locator, "map", error)]
     assert wh.one("SELECT count(*) FROM turns") == 0  # a quarantined record keeps none of its rows
+
+
+def test_a_document_of_a_type_it_does_not_read_is_left_unrecognised_unless_forced(wh, tmp_path):
+    """A link (or a LiDAR scene, tests/fixtures/near_misses) holds no responses: not claimed by detection;
+    read as Dataloop on request, it says why it gives nothing."""
+    path = write_json(tmp_path / "in" / "p.json", {"shebang": "dataloop", "metadata": {"dltype": "link"}, "url": "x"})
+    wh.ingest(path)
+    assert wh.rows("SELECT source_format, stage FROM quarantine") == [{"source_format": None, "stage": "detect"}]
+    wh.ingest(path, format="dataloop")
+    assert quarantine(wh) == [(".metadata.dltype", "map", "Dataloop document type 'link' holds no responses: this "
+                                                           "format reads prompt items (dltype prompt) and llm_trace documents")]
 
 
 def _item(annotations, **more):

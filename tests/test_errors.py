@@ -6,10 +6,11 @@ import os
 
 import pytest
 
+import warehouse
 from warehouse.formats.trait_interp import TraitInterp
 from warehouse.registry import Registry
 
-from .conftest import write_text
+from .conftest import FIXTURES, write_text
 
 INGESTORS = Registry.installed().ingestors()  # every installed format, in detection order
 
@@ -118,6 +119,67 @@ def test_unrecognised_file(wh, tmp_path):
     assert q["error"] == f"no format recognised this file (tried: {tried}); pass --format NAME to read it as one of them"
     assert wh.rows("SELECT status, records, records_quarantined FROM sources") == [
         {"status": "unrecognised", "records": 1, "records_quarantined": 1}]
+
+
+def test_near_misses_of_the_formats_are_left_unrecognised(wh):
+    """Files of the formats' tools that hold no responses: a trait-interp layer-profiling result (a
+    ``prompt`` and a ``response`` object of statistics under each layer) and a Dataloop LiDAR scene
+    (``dltype`` PCDFrames, its document and its item JSON). No format claims them, so none counts them
+    as its own (``stats``) or quarantines them as a bad record of its own."""
+    wh.ingest(FIXTURES / "near_misses")
+    tried = ", ".join(i.name for i in INGESTORS if i.reads_content)
+    rows = quarantine(wh)
+    assert len(rows) == 3
+    for q in rows:
+        assert (q["source_format"], q["stage"], q["locator"]) == (None, "detect", ""), q["source_path"]
+        assert q["error"] == f"no format recognised this file (tried: {tried}); pass --format NAME to read it as one of them"
+    assert {r["status"] for r in wh.rows("SELECT status FROM sources")} == {"unrecognised"}
+    assert [f["format"] for f in warehouse.stats(wh.root)["formats"]] == ["(none)"]
+
+
+ROW = '{"conversations": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}], "metadata": {}}\n'
+
+
+def test_a_folder_of_compressed_json_says_how_many_files_it_skipped_and_what_to_do(tmp_path, capsys):
+    import bz2
+    import gzip
+
+    from warehouse.cli import main
+
+    folder = tmp_path / "exports"
+    for i in range(3):
+        write_text(folder / f"part-{i}.jsonl.gz", gzip.compress(ROW.encode()))
+    write_text(folder / "old" / "rows.json.bz2", bz2.compress(ROW.encode()))
+    write_text(folder / "notes.txt.gz", gzip.compress(b"not JSON"))  # not of a kind the walk looks for
+    assert main(["ingest", str(folder), "--root", str(tmp_path / "wh"), "--jobs", "1"]) == 0
+    err = capsys.readouterr().err
+    assert (f"skipped 4 compressed JSON files (e.g. {folder / 'old' / 'rows.json.bz2'}): the warehouse reads .json "
+            "and .jsonl text; decompress them first (gunzip -k FILE, bunzip2 -k FILE) and ingest the result\n") in err
+
+
+@pytest.mark.parametrize("name, content, error", [
+    ("rows.jsonl", "gzip", "gzip-compressed, not JSON text (its first bytes are gzip's): decompress it (gunzip -k FILE) "
+                           "and ingest the result"),
+    (f"{RESP}/1.json", "gzip", "gzip-compressed, not JSON text (its first bytes are gzip's): decompress it (gunzip -k FILE) "
+                               "and ingest the result"),  # a place trait-interp claims by its path alone
+    ("rows.jsonl", "zstd", "zstd-compressed, not JSON text (its first bytes are zstd's): decompress it (zstd -d FILE) "
+                           "and ingest the result"),
+    ("rows.jsonl", "utf-16", "UTF-16 (little-endian) text (with a byte-order mark), not UTF-8: re-encode it as UTF-8 "
+                             "(iconv -f UTF-16 -t UTF-8 FILE > NEW) and ingest the result"),
+    ("rows.json", "utf-16-le", "UTF-16 (little-endian) text (no byte-order mark), not UTF-8: re-encode it as UTF-8 "
+                               "(iconv -f UTF-16LE -t UTF-8 FILE > NEW) and ingest the result"),
+    ("rows.json", "utf-32-be", "UTF-32 (big-endian) text (no byte-order mark), not UTF-8: re-encode it as UTF-8 "
+                               "(iconv -f UTF-32BE -t UTF-8 FILE > NEW) and ingest the result"),
+])
+def test_a_compressed_or_utf16_json_file_is_quarantined_saying_what_it_is(wh, tmp_path, name, content, error):
+    import gzip
+
+    data = {"gzip": lambda: gzip.compress(ROW.encode()),
+            "zstd": lambda: b"\x28\xb5\x2f\xfd" + b"\x00" * 12}.get(content, lambda: ROW.encode(content))()
+    one_file(wh, tmp_path, name, data)
+    [q] = quarantine(wh)
+    assert (q["source_format"], q["stage"], q["locator"], q["error"]) == (None, "decode", "", error)
+    assert q["raw_bytes"] == len(data)
 
 
 def test_forcing_a_format_reads_a_file_it_would_not_detect(wh, tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 
@@ -13,6 +14,8 @@ import warehouse
 from warehouse.errors import QueryError, UsageError
 from warehouse.exports import kit
 from warehouse.exports.conversation import conversation
+
+from .conftest import export_out
 
 
 
@@ -57,6 +60,30 @@ def test_jsonl_nests_children_under_each_response(sw, tmp_path):
     assert graded and {"overall_grade", "final_score"} <= {e["criterion"] for e in graded[0]["evaluations"]}
     with_extra = [line for line in lines if line["extra"] is not None]
     assert with_extra and all(isinstance(line["extra"], dict) for line in with_extra)  # JSON columns stay JSON
+
+
+def test_jsonl_writes_nan_and_infinity_scores_as_null_as_sql_does(tmp_path):
+    """A score that is NaN or infinite has no JSON number: the jsonl export writes null, valid JSON (it wrote a
+    bare NaN, which JSON readers refuse), as ``warehouse sql --format json`` does."""
+    steering = tmp_path / "src/experiments/e/steering/pv/syc/instruct/response__5/steering/responses/baseline.json"
+    steering.parent.mkdir(parents=True)
+    steering.write_text('[{"prompt": "a", "response": "b", "system_prompt": null, "trait_score": NaN, '
+                        '"coherence_score": Infinity}, {"prompt": "c", "response": "NaN", "system_prompt": null, '
+                        '"trait_score": -Infinity, "coherence_score": 50.0}]')
+    root = tmp_path / "wh"
+    warehouse.ingest(tmp_path / "src", root, progress=False, jobs=1)
+    warehouse.export(root, None, "jsonl", tmp_path / "o.jsonl", progress=False)
+
+    def strict(constant):
+        raise ValueError(f"not JSON: {constant}")
+
+    lines = [json.loads(line, parse_constant=strict) for line in (tmp_path / "o.jsonl").read_text().splitlines()]
+    assert [(r["trait_score"], r["coherence_score"], r["response"]) for r in lines] == [(None, None, "b"), (None, 50.0, "NaN")]
+    assert [[e["score"] for e in r["evaluations"]] for r in lines] == [[None, None], [50.0, None]]
+    out = io.StringIO()
+    warehouse.sql(root, "SELECT trait_score, coherence_score FROM responses ORDER BY record_index", format="json", out=out)
+    assert json.loads(out.getvalue(), parse_constant=strict) == [{"trait_score": None, "coherence_score": None},
+                                                                 {"trait_score": None, "coherence_score": 50.0}]
 
 
 def test_jsonl_keeps_sentences_and_spans(sw, tmp_path):
@@ -160,6 +187,26 @@ def test_the_cli_export_command(sw, tmp_path, capsys):
     assert "unknown export format 'nope'; choose one of: parquet, jsonl, csv, openai_chat" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("fmt, name, suggested", [("afterimage", "conversations", "conversations.jsonl"),
+                                                   ("afterimage", "conversations.json", "conversations.jsonl"),
+                                                   ("scale", "tasks", "tasks.json")])
+def test_a_source_format_export_is_named_so_that_ingest_reads_it_back(sw, tmp_path, capsys, fmt, name, suggested):
+    """Ingest tells these formats' files by their extension: an --out without it would write a file no
+    ingest reads, named or not. It is refused before anything is written, saying the name to use."""
+    from warehouse.cli import main
+
+    out = tmp_path / name
+    assert main(["export", "--root", str(sw.root), "--format", fmt, "--out", str(out), "--quiet"]) == 2
+    assert capsys.readouterr().err == (
+        f"error: --out {out}: `warehouse ingest` reads the {fmt} format back only from a name ending in "
+        f"{' or '.join(('.jsonl',) if fmt == 'afterimage' else ('.json', '.jsonl'))} (it tells formats by the "
+        f"extension); name it {suggested}\n")
+    assert os.listdir(tmp_path) == []
+    assert main(["export", "--root", str(sw.root), "--format", fmt, "--out", str(tmp_path / suggested), "--quiet"]) == 0
+    again = warehouse.ingest(tmp_path / suggested, tmp_path / "again", progress=False, jobs=1)
+    assert again.records_quarantined == 0 and again.records_ingested > 0
+
+
 def test_the_memory_limit_is_checked_and_running_out_of_it_says_what_to_do(sw, tmp_path):
     import duckdb
 
@@ -204,10 +251,11 @@ def test_windowed_output_is_the_same_as_one_window(sw, tmp_path, monkeypatch, fm
             return {"": out.read_bytes()}
         return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
 
-    warehouse.export(sw.root, None, fmt, tmp_path / "whole", progress=False)
+    whole, windowed = export_out(tmp_path / "whole", fmt), export_out(tmp_path / "windowed", fmt)
+    warehouse.export(sw.root, None, fmt, whole, progress=False)
     monkeypatch.setattr(kit, "BATCH", 7)  # the samples' ~230 responses in ~33 windows
-    warehouse.export(sw.root, None, fmt, tmp_path / "windowed", progress=False)
-    assert contents(tmp_path / "windowed") == contents(tmp_path / "whole")
+    warehouse.export(sw.root, None, fmt, windowed, progress=False)
+    assert contents(windowed) == contents(whole)
 
 
 #: temp tables an export may make: the selection, the kit's staging, and a format's own plan of where files go

@@ -20,7 +20,7 @@ from warehouse.errors import ExportError, QueryError, UsageError
 from warehouse.exports import where as where_mod
 from warehouse.exports.workspace import Workspace
 
-from .conftest import REPO
+from .conftest import REPO, export_out
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +58,15 @@ def test_a_where_that_closes_the_statement_writes_nothing(sw, tmp_path, monkeypa
     ("true) ORDER BY (1", "it changes the query around it"),
     ("true) LIMIT (1", "it changes the query around it"),
     ("true) GROUP BY ALL HAVING (true", "it changes the query around it"),
+    # a WITH's names count only where it is in scope: not in a sibling subquery, not in its own body
+    ('EXISTS (WITH "/x/secret.csv" AS (SELECT 1) SELECT 1) OR EXISTS (SELECT * FROM "/x/secret.csv")',
+     "it reads '/x/secret.csv', which is not a view of the warehouse"),
+    ('EXISTS (WITH "/x/secret.csv" AS (SELECT * FROM "/x/secret.csv") SELECT * FROM "/x/secret.csv")',
+     "it reads '/x/secret.csv', which is not a view of the warehouse"),
+    ('EXISTS (WITH RECURSIVE "/x/secret.csv" AS (SELECT * FROM "/x/secret.csv") SELECT 1)',
+     "it reads '/x/secret.csv', which is not a view of the warehouse"),
+    ('EXISTS (WITH b AS (SELECT * FROM "/x/secret.csv"), "/x/secret.csv" AS (SELECT 1) SELECT * FROM b)',
+     "it reads '/x/secret.csv', which is not a view of the warehouse"),
 ])
 def test_a_where_may_read_only_the_warehouse_views(sw, tmp_path, predicate, says):
     with pytest.raises(QueryError) as e:
@@ -87,6 +96,8 @@ def test_the_sandbox_holds_even_if_the_parse_let_something_through(sw, tmp_path,
     "extra->>'uid' IS NOT NULL OR response LIKE '%the%'",                    # JSON ->> and LIKE
     "response_id IN (SELECT response_id FROM evaluations WHERE criterion = 'overall_grade')",  # a subquery on a view
     "record_id IN (WITH g AS (SELECT record_id FROM turns WHERE role = 'user') SELECT record_id FROM g)",
+    "record_id IN (WITH g AS (SELECT record_id FROM turns), h AS (SELECT * FROM G) SELECT record_id FROM h)",
+    "record_index IN (WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t WHERE n < 9) SELECT n FROM t)",
     "source_format = 'scale' -- a comment",
 ])
 def test_ordinary_predicates_still_work(sw, tmp_path, predicate):
@@ -299,9 +310,10 @@ def shuffled(sw, tmp_path_factory):
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_the_same_export_gives_the_same_bytes(sw, shuffled, tmp_path, fmt):
-    export(sw, tmp_path / "a", fmt=fmt)
-    warehouse.export(shuffled, None, fmt, tmp_path / "b", progress=False)
-    assert _contents(tmp_path / "a") == _contents(tmp_path / "b")
+    a, b = export_out(tmp_path / "a", fmt), export_out(tmp_path / "b", fmt)
+    export(sw, a, fmt=fmt)
+    warehouse.export(shuffled, None, fmt, b, progress=False)
+    assert _contents(a) == _contents(b)
 
 
 def test_the_order_keys_tell_every_row_apart(sw):

@@ -57,7 +57,8 @@ def place(path: str | None) -> str | None:
 
 
 def comparable(rows: list[dict], relocated: set[str] = frozenset()) -> list[str]:
-    """Rows without ids, with paths as the layout keeps them; locators dropped for ``relocated`` files."""
+    """Rows without ids, with paths as the layout keeps them; locators dropped for ``relocated`` files (and
+    the entry keys the unified form they are written in names their responses with)."""
     out = []
     for row in normalize_rows(rows):
         row["source_path"] = place(row["source_path"])
@@ -66,6 +67,7 @@ def comparable(rows: list[dict], relocated: set[str] = frozenset()) -> list[str]
             row["target"] = place(row["target"])
         if row["source_path"] in relocated:
             row.pop("source_locator")
+            row.pop("entry_key", None)
         if row.get("form") in UNIFIED:
             row["form"] = "unified"
         out.append(json.dumps(row, sort_keys=True, ensure_ascii=False))
@@ -305,7 +307,8 @@ UID = "json_extract_string(r.extra, '$.uid')"
 
 def by_uid(w: Warehouse, keep_places: bool) -> dict:
     """Each response's rows (its own, its annotations, its evaluations) by the uid its record carries."""
-    drop = {"source_path", "target"} | ({"source_locator", "record_index"} if not keep_places else set())
+    # a subset compacts arrays: their places, and the entry keys naming them, are new
+    drop = {"source_path", "target"} | ({"source_locator", "record_index", "entry_key"} if not keep_places else set())
     rows: dict[str, list] = {}
     for table in query(w, {
         "responses": f"SELECT {UID} AS uid, r.* FROM responses AS r",
@@ -414,6 +417,67 @@ def test_files_keep_their_shape_tokens_exactly_and_nan_scores(tmp_path):
                                 "token_ids": [2, 1232, 476, 2881, 235265], "n_tokens": 5}
     assert legacy["response"]["n_tokens"] == 2 and legacy["metadata"] == {"temperature": 0.7}
     assert json.loads((tmp_path / "out/other/responses.json").read_text())[0]["response"] == "Hi there"
+
+
+def test_files_as_trait_interps_writers_wrote_them_come_back_as_they_were(tmp_path):
+    """Inference files as ``save_response_json`` writes them (``prompt_note`` null too), annotation entries
+    naming their response by ``"idx": "35"`` and ``"id": 7``: the export gives back the same JSON values,
+    key for key, of the same types (trait-interp's reader compares an ``idx`` strictly)."""
+    source = FIXTURES / "trait_interp_writer"
+    w = Warehouse(tmp_path / "wh")
+    w.ingest(source)
+    warehouse.export(w.root, None, "trait_interp", tmp_path / "out", progress=False)
+    written = sorted(p.relative_to(tmp_path / "out") for p in (tmp_path / "out").rglob("*.json"))
+    assert written == sorted(p.relative_to(source) for p in source.rglob("*.json"))
+    for rel in written:
+        assert json.loads((tmp_path / "out" / rel).read_text()) == json.loads((source / rel).read_text()), rel
+    # a subset: the array is compacted, its entry's idx follows the new place and stays a string
+    steer = "experiments/wr/steering/syco/flattery/instruct/response__5/workplace/responses"
+    warehouse.export(w.root, "pipeline = 'steering' AND record_index = 1", "trait_interp", tmp_path / "part",
+                     progress=False)
+    [entry] = json.loads((tmp_path / "part" / steer / "baseline_annotations.json").read_text())["annotations"]
+    assert entry["idx"] == "0"
+
+
+def test_a_newline_in_a_folder_name_keeps_the_path_fields_and_the_export_reads_back(tmp_path):
+    """Every path-derived field of a file under folders named with a newline, and the export writes it at its
+    place (it wrote one file named ``experiments``, which ingested back as nothing)."""
+    tree = tmp_path / "src" / "experiments" / "e\nx"
+    inference = tree / "inference" / "instruct" / "responses" / "set\nA" / "1.json"
+    steering = tree / "steering" / "pv" / "s\nyc" / "instruct" / "response__5" / "q\ns" / "responses" / "baseline.json"
+    for path, value in ((inference, {"prompt": "p", "response": "r"}),
+                        (steering, [{"prompt": "q", "response": "s", "system_prompt": None, "trait_score": 1.0,
+                                     "coherence_score": 2.0}])):
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(value))
+    fields = "experiment, pipeline, model_variant, trait, position, prompt_set, prompt_id, run_kind, response"
+    w = Warehouse(tmp_path / "wh")
+    w.ingest(tmp_path / "src")
+    expected = [
+        {"experiment": "e\nx", "pipeline": "inference", "model_variant": "instruct", "trait": None, "position": None,
+         "prompt_set": "set\nA", "prompt_id": "1", "run_kind": None, "response": "r"},
+        {"experiment": "e\nx", "pipeline": "steering", "model_variant": "instruct", "trait": "pv/s\nyc",
+         "position": "response__5", "prompt_set": "q\ns", "prompt_id": None, "run_kind": "baseline", "response": "s"},
+    ]
+    assert w.rows(f"SELECT {fields} FROM responses ORDER BY pipeline") == expected
+    warehouse.export(w.root, None, "trait_interp", tmp_path / "out", progress=False)
+    assert sorted(p.relative_to(tmp_path / "out") for p in (tmp_path / "out").rglob("*.json")) == sorted(
+        p.relative_to(tmp_path / "src") for p in (inference, steering))
+    again = Warehouse(tmp_path / "again")
+    again.ingest(tmp_path / "out")
+    assert again.rows(f"SELECT {fields} FROM responses ORDER BY pipeline") == expected
+
+
+@pytest.mark.realdata
+def test_real_files_written_by_trait_interp_come_back_as_they_were(realdata, tmp_path):
+    source = realdata / "projections"
+    w = Warehouse(tmp_path / "wh")
+    w.ingest(source)
+    warehouse.export(w.root, None, "trait_interp", tmp_path / "out", progress=False)
+    written = sorted(p.relative_to(tmp_path / "out") for p in (tmp_path / "out").rglob("*.json"))
+    assert any(p.name == "demo_set_annotations.json" for p in written) and len(written) == 5
+    for rel in written:
+        assert json.loads((tmp_path / "out" / rel).read_text()) == json.loads((source / rel).read_text()), rel
 
 
 def test_a_subset_compacts_arrays_and_renumbers_their_annotations(everything, tmp_path):

@@ -26,6 +26,19 @@ def sample_root(samples_wh):
     return samples_wh.root
 
 
+def test_the_notebooks_jupytext_makes_are_not_committed():
+    """README says to open a notebook with ``jupytext --to notebook notebooks/steering.py``, which writes
+    notebooks/steering.ipynb beside the script: git must not offer it for a commit."""
+    import shutil
+
+    if shutil.which("git") is None or subprocess.run(["git", "-C", str(REPO), "rev-parse"], capture_output=True).returncode:
+        pytest.skip("not a git checkout (an sdist or an installed copy): .gitignore is git's")
+    for notebook in NOTEBOOKS:
+        made = notebook.with_suffix(".ipynb").relative_to(REPO)
+        ignored = subprocess.run(["git", "-C", str(REPO), "check-ignore", "--no-index", "-q", str(made)])
+        assert ignored.returncode == 0, f"{made} is not in .gitignore"
+
+
 def test_every_notebook_is_listed():
     assert {p.name for p in NOTEBOOKS} == set(FIGURES)
 
@@ -147,3 +160,59 @@ def test_a_missing_score_is_drawn_as_missing_and_labels_keep_whole_words(unscore
         words = text.replace("…", " ").split()
         assert words == persona.split()[: len(words)], (persona, text)  # whole words, in order, none cut
     assert any("…" in t for t in got["labels"])  # the long one is shortened, and says so
+
+
+EXPORT_WITHOUT_WIDGETS = """\
+# %%
+import json, os, sys
+sys.modules["ipywidgets"] = None  # not importable: the notebooks extra does not install it
+import warehouse, warehouse.progress
+warehouse.progress.DELAY = 0  # the bar from the first moment: a small export is quick
+summary = warehouse.export(os.environ["WAREHOUSE_ROOT"], None, "jsonl", os.path.join(os.environ["NOTEBOOK_OUT"], "all.jsonl"))
+print(json.dumps({"written": summary.written}))
+"""
+
+
+@pytest.mark.slow
+def test_export_in_a_kernel_without_ipywidgets_shows_a_text_bar(samples_wh, tmp_path, monkeypatch):
+    """warehouse.export() in Jupyter without ipywidgets raised DuckDB's InvalidInputException (its own
+    progress bar, which the export turned on to read its progress, wants the widgets in a kernel)."""
+    script = tmp_path / "export.py"
+    script.write_text(EXPORT_WITHOUT_WIDGETS)
+    nb = run_in_kernel(script, samples_wh.root, tmp_path, monkeypatch)
+    assert last_json(nb) == {"written": samples_wh.one("SELECT count(*) FROM responses")}
+    stderr = "".join(o["text"] for c in nb.cells for o in c.get("outputs", []) if o.get("name") == "stderr")
+    assert "export jsonl: 100%" in stderr  # tqdm.auto's text bar, which Jupyter redraws in place
+    assert (tmp_path / "all.jsonl").read_text().count("\n") == last_json(nb)["written"]
+
+
+NO_PERSONA_BOX = """
+import json, math
+at = personas.index(None) + 1  # the box of the rows with no persona (boxes sit at 1, 2, ...)
+medians = [line.get_xdata()[0] for line in ax1.lines if len(line.get_xdata()) == 2
+           and line.get_xdata()[0] == line.get_xdata()[1] and sorted(line.get_ydata()) == [at - 0.25, at + 0.25]]
+print(json.dumps({"medians": [None if math.isnan(m) else float(m) for m in medians],
+                  "label": ax1.get_yticklabels()[at - 1].get_text()}))
+"""
+
+
+@pytest.fixture(scope="module")
+def no_persona_root(tmp_path_factory):
+    """The AfterImage samples and two graded conversations that name no persona."""
+    src = tmp_path_factory.mktemp("no-persona")
+    rows = [{"conversations": [{"role": "user", "content": f"Question {i}?"}, {"role": "assistant", "content": "Answer."}],
+             "evaluation": {c: {"score": score, "feedback": "ok"} for c in ("coherence", "factuality", "grounding")}
+             | {"overall_grade": "poor"}, "final_score": score}
+            for i, score in enumerate((0.2, 0.4))]
+    write_text(src / "extra" / "conversations_20260102_000000.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    w = Warehouse(tmp_path_factory.mktemp("no-persona-wh") / "wh")
+    w.ingest(REPO / "samples" / "afterimage", src / "extra")
+    assert w.one("SELECT count(*) FROM responses WHERE source_format = 'afterimage' AND persona IS NULL") == 2
+    return w.root
+
+
+@pytest.mark.slow
+def test_rows_with_no_persona_get_their_box(no_persona_root, tmp_path, monkeypatch):
+    """The boxplot filtered with ``persona == None``, which is never true: the rows with no persona had an empty box."""
+    nb = run_in_kernel(REPO / "notebooks" / "afterimage.py", no_persona_root, tmp_path, monkeypatch, NO_PERSONA_BOX)
+    assert last_json(nb) == {"medians": [pytest.approx(0.3)], "label": "(no persona)"}

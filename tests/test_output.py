@@ -7,11 +7,18 @@ import csv
 import decimal
 import io
 import json
+import os
+import shutil
+import subprocess
 
 import duckdb
 import pytest
+from wcwidth import wcswidth
 
+import warehouse
 from warehouse.cli import main
+
+from .conftest import read_terminal, terminal
 
 #: one value per DuckDB type, at its edges (extremes, NaN, infinities, NULLs inside nested values)
 SAMPLES = {
@@ -124,7 +131,7 @@ def test_csv_tells_null_from_an_empty_string(samples_wh, capsys):
 
 
 def test_the_table_shows_every_type_as_text(samples_wh, capsys):
-    out = run(samples_wh.root, capsys, QUERY)
+    out = run(samples_wh.root, capsys, QUERY, "--max-width", "0")
     lines = out.splitlines()
     assert lines[-1] == "(3 rows)" and len(lines) == 6
     for text in EXPECTED_TEXT.values():
@@ -137,6 +144,32 @@ def test_repeated_and_odd_column_names_are_kept(samples_wh, capsys):
     assert list(csv.reader(io.StringIO(run(samples_wh.root, capsys, q, "--format", "csv"))))[0] == ["a", "a", 'we ird "x"']
     assert run(samples_wh.root, capsys, q).splitlines()[0].split("  ") == ["a", "a", 'we ird "x"']
     assert strict_json(run(samples_wh.root, capsys, q, "--format", "json")) == [{"a": 1, "a_1": 2, 'we ird "x"': 3}]
+
+
+#: names a query may give its columns that the output's own SQL must not take for names of its own
+#: (DuckDB gives no column an empty name: an Arrow column "" becomes v0, a PIVOT on '' makes a column '')
+HOSTILE_NAMES = ["x", "r", "t", "c0", "to_json", 'weird "name', " ", "a", "a", "a_1"]
+#: the JSON keys of those columns: repeated names suffixed as DuckDB does
+HOSTILE_KEYS = ["x", "r", "t", "c0", "to_json", 'weird "name', " ", "a", "a_1", "a_1_1", "''"]
+
+
+@pytest.mark.parametrize("fmt", ["json", "jsonl"])
+@pytest.mark.parametrize("nulls", [False, True], ids=["values", "nulls"])
+def test_json_keeps_every_column_whatever_its_name(samples_wh, capsys, fmt, nulls):
+    """The issue's case: ``SELECT 1 AS x, 2 AS r`` printed ``[2]`` alone, and with a NULL there a traceback."""
+    values = [None if nulls and i % 2 else i for i in range(len(HOSTILE_NAMES))]
+    columns = ", ".join(f'{"NULL" if v is None else v} AS "{n.replace(chr(34), chr(34) * 2)}"'
+                        for v, n in zip(values, HOSTILE_NAMES))
+    query = f"SELECT * FROM (SELECT {columns}), (PIVOT (SELECT '' AS k, 99 AS v) ON k USING first(v))"
+    for q, expected in (("SELECT 1 AS x, 2 AS r", {"x": 1, "r": 2}), ("SELECT 1 AS x, NULL AS r", {"x": 1, "r": None}),
+                        (query, dict(zip(HOSTILE_KEYS, values + [99])))):
+        out = run(samples_wh.root, capsys, q, "--format", fmt)
+        rows = strict_json(out) if fmt == "json" else [strict_json(line) for line in out.splitlines()]
+        assert rows == [expected]
+        assert list(rows[0]) == list(expected)  # in the query's order
+    buf = io.StringIO()
+    assert warehouse.sql(samples_wh.root, query, format=fmt, out=buf) is None
+    assert buf.getvalue() == run(samples_wh.root, capsys, query, "--format", fmt)
 
 
 def test_the_table_shows_a_bounded_number_of_rows_and_says_how_many_there_are(samples_wh, capsys):
@@ -161,3 +194,73 @@ def test_the_data_formats_print_every_row(samples_wh, capsys):
 @pytest.mark.parametrize("fmt,empty", [("json", "[]\n"), ("jsonl", ""), ("table", "n\n-\n(0 rows)\n")])
 def test_an_empty_result(samples_wh, capsys, fmt, empty):
     assert run(samples_wh.root, capsys, "SELECT 1 AS n WHERE false", "--format", fmt) == empty
+
+
+# --- the table fits the terminal -----------------------------------------------------------------------
+
+
+def in_terminal(args: list[str], columns: int = 80) -> str:
+    """What ``warehouse`` prints on a terminal of ``columns`` columns (stdout a pseudo-terminal)."""
+    master, slave = terminal(columns)
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    proc = subprocess.Popen([shutil.which("warehouse"), *args], stdout=slave, stderr=subprocess.PIPE, env=env)
+    os.close(slave)
+    shown = read_terminal(master)
+    with proc.stderr:
+        err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0, err
+    return shown.decode().replace("\r\n", "\n")
+
+
+def test_select_star_fits_the_terminal_and_names_the_columns_left_out(samples_wh):
+    """``select * from responses`` printed 1,469-character lines: now each line fits the terminal (80
+    columns here), long values are cut with an ellipsis, and a note names the columns left out."""
+    shown = in_terminal(["sql", "SELECT * FROM responses", "--root", str(samples_wh.root)])
+    lines = shown.splitlines()
+    assert max(wcswidth(line) for line in lines) <= 80, shown
+    names = list(samples_wh.rows("SELECT * FROM responses LIMIT 1")[0])
+    header = lines[0].split()
+    assert header == names[:len(header)] and 1 < len(header) < len(names)
+    note = " ".join(lines[lines.index(next(x for x in lines if x.startswith("(227 rows"))) + 1:])
+    assert note.startswith(f"({len(names) - len(header)} more columns did not fit in 80 characters: ")
+    assert ", ".join(names[len(header):]) in note and "--max-width 0" in note
+    assert "…" in shown
+
+
+def test_off_a_terminal_the_table_is_120_wide_unless_told(samples_wh, capsys):
+    out = run(samples_wh.root, capsys, "SELECT * FROM responses")
+    assert max(len(line) for line in out.splitlines()) <= 120 and "more columns did not fit in 120 characters" in out
+    wide = run(samples_wh.root, capsys, "SELECT * FROM responses", "--max-width", "0")
+    assert max(len(line) for line in wide.splitlines()) > 1000 and "more columns" not in wide  # every column, as before
+    narrow = run(samples_wh.root, capsys, "SELECT response_id, response FROM responses", "--max-width", "40")
+    assert max(len(line) for line in narrow.splitlines()[:-1]) <= 40
+
+
+def test_wide_characters_take_two_columns(samples_wh, capsys):
+    out = run(samples_wh.root, capsys, "SELECT repeat('字', 100) AS t, 'x' AS u", "--max-width", "40")
+    assert [wcswidth(line) for line in out.splitlines()[:3]] == [40, 40, 40]  # the CJK cut at 37 columns: 18 of them and …
+    assert out.splitlines()[2] == "字" * 18 + "…" + "  x"
+
+
+def test_control_characters_from_the_data_are_shown_not_obeyed(samples_wh, capsys):
+    """A model's text with an escape sequence (clear the screen) or a right-to-left override is shown as escapes."""
+    out = run(samples_wh.root, capsys, "SELECT chr(27) || '[2J' || chr(8238) || 'txt.exe' || chr(7) AS t")
+    assert out.splitlines()[2] == "\\x1b[2J\\u202etxt.exe\\x07"
+    assert not any(ord(c) < 32 and c != "\n" for c in out)
+
+
+def test_stats_files_cut_paths_in_the_middle_so_rows_differ(tmp_path, capsys):
+    """``stats --files`` cut paths from the end: two files of one deep folder looked the same."""
+    deep = tmp_path.joinpath(*["a-rather-long-folder-name"] * 6)
+    for name in ("first.json", "second.json"):
+        deep.mkdir(parents=True, exist_ok=True)
+        (deep / name).write_text('[{"prompt": "p", "response": "r"}]')
+    root = tmp_path / "wh"
+    assert main(["ingest", str(tmp_path), "--root", str(root), "-q"]) == 0
+    assert main(["stats", "--root", str(root), "--files"]) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith(str(tmp_path)[:5])]
+    assert len(rows) == 2 and max(len(line) for line in out.splitlines()) <= 120
+    paths = [row.split("  ")[0] for row in rows]
+    assert paths[0].endswith("/first.json") and paths[1].endswith("/second.json") and "…" in paths[0]
+    assert paths[0].startswith(str(tmp_path)[:8])

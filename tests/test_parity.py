@@ -35,18 +35,23 @@ def parameter(action: argparse.Action) -> str:
     if not action.option_strings:
         return action.dest
     name = max(action.option_strings, key=len).removeprefix("--")
-    if isinstance(action, argparse._StoreFalseAction):
+    if isinstance(action, argparse._StoreFalseAction) or _forgets(action):
         name = name.removeprefix("no-")
     if isinstance(action, argparse._AppendAction):  # repeated: --storage-option K=V ... -> storage_options
         name += "s"
     return name.replace("-", "_")
 
 
+def _forgets(action: argparse.Action) -> bool:
+    """``--no-tokenizer``: the value False for the parameter ``--tokenizer`` fills (forget the remembered one)."""
+    return type(action) is argparse._StoreConstAction and action.const is False  # (store_false is a subclass)
+
+
 def given(action: argparse.Action) -> tuple[list[str], object]:
     """Command-line words that give the option a value other than its default, and that value."""
     if isinstance(action, argparse._StoreTrueAction):
         return [max(action.option_strings, key=len)], True
-    if isinstance(action, argparse._StoreFalseAction):
+    if isinstance(action, argparse._StoreFalseAction) or _forgets(action):
         return [max(action.option_strings, key=len)], False
     if action.choices:
         value = next(c for c in reversed(list(action.choices)) if c != action.default)
@@ -80,9 +85,12 @@ def test_every_option_fills_the_parameter_of_its_name(command, monkeypatch):
         return Summary()
 
     monkeypatch.setattr(warehouse, command, recorded)
-    argv, expected, unmapped = [command], {}, []
+    argv, expected, unmapped, forgetting = [command], {}, [], []
     for action in subcommands()[command]._actions:
         if isinstance(action, argparse._HelpAction) or max(action.option_strings, key=len, default="") in CLI_ONLY:
+            continue
+        if _forgets(action):  # excludes the option it forgets: given on its own below
+            forgetting.append(action)
             continue
         words, value = given(action)
         argv += words
@@ -96,6 +104,12 @@ def test_every_option_fills_the_parameter_of_its_name(command, monkeypatch):
     assert {name: arguments.get(name) for name in expected} == expected
     if "--quiet" in subcommands()[command]._option_string_actions:
         assert main([*argv, "--quiet"]) == 0 and calls[-1]["progress"] is False
+    for action in forgetting:
+        flag, name = max(action.option_strings, key=len), parameter(action)
+        assert name in signature.parameters, f"{flag} of `warehouse {command}` fills no parameter {name}"
+        valued = "--" + name.replace("_", "-")
+        at = argv.index(valued)
+        assert main([*argv[:at], *argv[at + 2:], flag]) == 0 and calls[-1][name] is False
 
 
 def test_the_command_lines_own_options_exist():
@@ -139,15 +153,44 @@ TI = FIXTURES / "trait_interp"
     (lambda t: warehouse.sql(t, "SELECT 1", format="xml"), "--format 'xml': choose one of table, csv, json, jsonl"),
     (lambda t: warehouse.sql(t, "SELECT 1", max_rows=-1), "--max-rows -1: must be an integer of 0 or more (0: all)"),
     (lambda t: warehouse.stats(t, format="csv"), "--format 'csv': choose one of table, json"),
+    (lambda t: warehouse.ingest(TI, t / "wh", jobs=0), "--jobs 0: must be an integer of 1 or more"),
+    (lambda t: warehouse.tokenize(t / "wh", TI, jobs=-3), "--jobs -3: must be an integer of 1 or more"),
+    (lambda t: warehouse.open(t, as_of=True), "--as-of True: must be a snapshot number, an integer of 1 or more"),
+    (lambda t: warehouse.connect(t, as_of=1.0), "--as-of 1.0: must be a snapshot number"),
+    (lambda t: warehouse.sql(t, "SELECT 1", as_of="one"), "--as-of 'one': must be a snapshot number"),
+    (lambda t: warehouse.export(t, None, "jsonl", t / "o.jsonl", as_of=0), "--as-of 0: must be a snapshot number"),
+    (lambda t: spark_register(t, as_of="-2"), "--as-of '-2': must be a snapshot number"),
 ], ids=["max_record_mb", "tokenizer", "tokenize tokenizer", "ingest url", "tokenize url", "sql url", "stats url",
         "export url", "export out url", "history url", "compact url", "sql storage option", "history storage option",
-        "memory_limit", "sql format", "sql max_rows", "stats format"])
+        "memory_limit", "sql format", "sql max_rows", "stats format", "ingest jobs", "tokenize jobs", "open as_of", "connect as_of", "sql as_of",
+        "export as_of", "spark register as_of"])
 def test_python_callers_get_the_checks_the_command_line_gets(tmp_path, monkeypatch, call, message):
     monkeypatch.chdir(tmp_path)  # a URL taken for a relative path would make ./s3:/... here
     with pytest.raises(UsageError) as e:
         call(tmp_path)
     assert message in str(e.value)
     assert os.listdir(tmp_path) == []  # refused before anything was made
+
+
+def spark_register(root, **kwargs):
+    """``warehouse.spark.register`` (the spark extra): its arguments are checked before the session is used."""
+    pytest.importorskip("pyspark", reason="the spark extra is not installed")
+    from warehouse.spark import register
+
+    return register(None, root, **kwargs)
+
+
+def test_as_of_is_a_snapshot_number_or_its_digits(samples_wh, capsys):
+    """as_of=True or 1.0 looked for the file True.json / 1.0.json (FileNotFoundError); "1" was no snapshot 1."""
+    for bad in (True, 1.0):
+        with pytest.raises(UsageError, match=rf"--as-of {bad!r}: must be a snapshot number"):
+            warehouse.open(samples_wh.root, as_of=bad)
+    assert warehouse.open(samples_wh.root, as_of="1").snapshot.number == 1
+    assert warehouse.sql(samples_wh.root, "SELECT count(*) FROM turns", as_of="1").fetchall() == \
+        warehouse.connect(samples_wh.root, as_of=1).sql("SELECT count(*) FROM turns").fetchall()
+    assert main(["sql", "SELECT 1", "--root", str(samples_wh.root), "--as-of", "0"]) == 2
+    assert capsys.readouterr().err == "error: --as-of 0: must be a snapshot number, an integer of 1 or more " \
+                                      "(`warehouse history` lists them)\n"
 
 
 def test_warehouse_arrow_is_read_arrow_under_its_old_name(samples_wh):

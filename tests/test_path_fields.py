@@ -57,6 +57,14 @@ CASES = [
     ("/d/experiments/e/steering/pv/syc/instruct/response__5/steering/responses/L25_c1e-05.json",
      dict(experiment="e", pipeline="steering", model_variant="instruct", trait="pv/syc", position="response__5",
           prompt_set="steering", run_kind="steered", layers=[25], coefficients=[1e-05])),
+    # a newline in a folder's name is a character like another (RE2's '.' needs (?s) to match it)
+    ("/d/experiments/e\nx/inference/instruct/responses/set\nA/1.json",
+     dict(experiment="e\nx", pipeline="inference", model_variant="instruct", prompt_set="set\nA", prompt_id="1")),
+    ("/d/experiments/e/extraction/rm_hack/ulterior\nmotive/base/responses/pos.json",
+     dict(experiment="e", pipeline="extraction", model_variant="base", trait="rm_hack/ulterior\nmotive", polarity="pos", split="train")),
+    ("/d/exp\nhome/experiments/e/steering/pv/s\nyc/instruct/response__5/q\ns/responses/residual/probe/L25_c-10.0.json",
+     dict(experiment="e", pipeline="steering", model_variant="instruct", trait="pv/s\nyc", position="response__5",
+          prompt_set="q\ns", run_kind="steered", component="residual", method="probe", layers=[25], coefficients=[-10.0])),
     # the last experiments/ segment counts; anything else has no path fields
     ("/archive/experiments/old/experiments/e/inference/instruct/responses/s/1.json",
      dict(experiment="e", pipeline="inference", model_variant="instruct", prompt_set="s", prompt_id="1")),

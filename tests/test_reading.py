@@ -6,9 +6,13 @@ import re
 
 import pytest
 
-from .conftest import REPO
+import warehouse
+
+from .conftest import REPO, Warehouse
 
 PAGE = REPO / "docs" / "reading.md"
+#: tables the samples leave without a row: Delta tables with no data file, only their columns
+EMPTY_TABLES = ("quarantine", "chunks", "rubric_criteria")
 #: sections whose snippet no test can run here, and why (the page says so too)
 NOT_RUN = {"Spark, with the Delta connector": "the connector comes from Maven, which the test machines cannot reach"}
 
@@ -47,6 +51,33 @@ def test_every_section_with_code_is_run_or_says_why_not():
     assert "not run by the tests" in text and "Maven" in text  # NOT_RUN's reason is on the page
 
 
+@pytest.fixture(scope="module")
+def empty_wh(tmp_path_factory) -> Warehouse:
+    """A warehouse none of whose tables has a row yet: an ingest of a folder with nothing to read."""
+    w = Warehouse(tmp_path_factory.mktemp("empty") / "wh")
+    w.ingest(tmp_path_factory.mktemp("nothing"))
+    return w
+
+
+def declared(table: str) -> list[str]:
+    return [c.name for c in warehouse.TABLES[table].columns]
+
+
+def test_duckdb_on_empty_tables(samples_wh, empty_wh):
+    """The recipe as written failed on a table with no data file: `"read_parquet" needs at least one file`."""
+    ns = run("DuckDB", empty_wh.root)
+    assert ns["steering"].height == 0 and ns["by_role"].height == 0
+    ns = run("DuckDB", samples_wh.root)
+    for name in EMPTY_TABLES:
+        relation = ns["table"](name)
+        assert relation.columns == declared(name) and relation.fetchall() == []
+
+
+def test_polars_and_pyarrow_on_an_empty_warehouse(empty_wh):
+    assert run("polars", empty_wh.root)["steering"].height == 0
+    assert run("pyarrow", empty_wh.root)["steering"].num_rows == 0
+
+
 def test_duckdb(samples_wh):
     ns = run("DuckDB", samples_wh.root)
     assert as_tuples(ns["steering"].to_dicts()) == as_tuples(steering_rows(samples_wh))
@@ -64,16 +95,21 @@ def test_pyarrow(samples_wh):
     assert as_tuples(ns["steering"].to_pylist()) == as_tuples(steering_rows(samples_wh))
 
 
-def test_hugging_face_datasets(samples_wh, tmp_path, monkeypatch):
+def test_hugging_face_datasets(samples_wh, empty_wh, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf"))
     ns = run("Hugging Face `datasets`", samples_wh.root)
     responses = ns["responses"]
     assert len(responses) == samples_wh.one("SELECT count(*) FROM responses")
     ours = {r["response_id"]: r["experiment"] for r in samples_wh.rows("SELECT response_id, experiment FROM responses")}
     assert dict(zip(responses["response_id"], responses["experiment"])) == ours
+    # tables with no row: load_dataset said `Empty 'data_files'`
+    assert len(run("Hugging Face `datasets`", empty_wh.root)["responses"]) == 0
+    for name in EMPTY_TABLES:
+        empty = ns["table"](name)
+        assert len(empty) == 0 and empty.column_names == declared(name)
 
 
-def test_spark_from_the_file_list(samples_wh):
+def test_spark_from_the_file_list(samples_wh, empty_wh):
     pytest.importorskip("pyspark", reason="pyspark is not installed: the Spark extra (issue 19) installs it, "
                                           "and CI runs this test with it")
     from pyspark.sql import SparkSession
@@ -83,5 +119,10 @@ def test_spark_from_the_file_list(samples_wh):
         ns = run("Spark, from the file list", samples_wh.root, spark=spark)
         rows = [r.asDict() for r in ns["steering"].select("response", "trait_score", "experiment", "trait").collect()]
         assert as_tuples(rows) == as_tuples(steering_rows(samples_wh))
+        # tables with no data file: Spark said UNABLE_TO_INFER_SCHEMA
+        assert run("Spark, from the file list", empty_wh.root, spark=spark)["steering"].count() == 0
+        for name in EMPTY_TABLES:
+            empty = ns["table"](name)
+            assert empty.count() == 0 and empty.columns == declared(name)
     finally:
         spark.stop()

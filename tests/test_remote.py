@@ -324,7 +324,7 @@ def test_translate_uses_the_object_store_names():
     kwargs = remote.translate(opts)
     assert kwargs["region"] == "eu-west-1" and kwargs["endpoint_override"] == "https://example.test"
     assert (kwargs["access_key"], kwargs["secret_key"], kwargs["scheme"]) == ("id", "s3cr3t-value", "https")
-    assert remote.scrub("denied for s3cr3t-value", opts) == "denied for ***"
+    assert remote.redact("denied for s3cr3t-value", opts) == "denied for ***"
     with pytest.raises(UsageError, match="aws_secret_access_key"):
         remote.translate({"aws_access_key_id": "id"})
 

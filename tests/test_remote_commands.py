@@ -144,6 +144,20 @@ def test_export_where_is_sandboxed_on_a_remote_root_too(roots, env_for, tmp_path
         con.close()
 
 
+def test_the_api_where_is_checked_and_sandboxed_on_a_remote_root_too(roots, env_for, tmp_path):
+    """A where= runs in a sandboxed database on a bucket root as locally: its Arrow datasets still read."""
+    url, local = roots
+    secret = tmp_path / "secret.parquet"
+    pq.write_table(pq.read_table(next((Path(local) / "responses").glob("*.parquet"))), secret)
+    where = "source_format = 'scale'"
+    with warehouse.open(url) as wh:
+        assert wh.read("responses", where=where).height == warehouse.read(local, "responses", where=where).height > 0
+        assert wh.scan("turns", where="role = 'user'").collect().height > 0
+        with pytest.raises(QueryError, match="table function read_parquet"):
+            wh.read_arrow("responses", where=f"response_id IN (SELECT response_id FROM read_parquet('{secret}'))")
+        assert wh.sql(f"SELECT count(*) FROM read_parquet('{secret}')").fetchall()[0][0] > 0  # sql() is not confined
+
+
 # --- history and compact ------------------------------------------------------------------------
 
 

@@ -42,6 +42,19 @@ def test_samples_from_a_bucket_into_a_bucket_give_the_tables_of_a_local_ingest(s
     assert orjson.loads(remote.read_object(store.lock_path))["released"]
 
 
+def test_a_root_inside_the_source_prefix_is_never_walked_as_a_source(s3, bucket):
+    """``ingest s3://b/data --root s3://b/data/wh``: the root's own objects (Delta logs, the lease, the
+    snapshots) are skipped as a local root inside its PATH is; the run after is a run with nothing new."""
+    prefix = f"s3://{bucket}/data"
+    upload(s3, SAMPLES / "afterimage", f"{prefix}/afterimage")
+    w = Warehouse(f"{prefix}/wh")
+    first = w.ingest(prefix)
+    again = w.ingest(prefix)
+    assert first.committed and not again.committed and again.files_seen == first.files_seen
+    assert w.one("SELECT count(*) FROM sources WHERE source_path LIKE ?", [f"{prefix}/wh/%"]) == 0
+    assert w.one("SELECT count(*) FROM quarantine") == first.records_quarantined == 0
+
+
 def test_a_changed_object_replaces_its_rows_in_a_remote_root_and_prune_drops_a_deleted_one(s3, bucket, tmp_path):
     prefix = f"s3://{bucket}/src"
     lines = (SAMPLES / "afterimage" / "conversations_20260112_101500.jsonl").read_bytes().splitlines(keepends=True)
@@ -176,3 +189,39 @@ def test_a_large_file_whose_mtime_moved_is_unchanged_and_its_pieces_files_are_de
     # the run rewrote the catalog (the new mtime) and nothing else: no data file of its pieces is left
     ours = [n for n in names if again.run_id in n]
     assert ours and {n.split("/wh/")[1].split("/")[0] for n in ours} <= {"sources", "path_fields"}, ours
+
+
+def _objects(s3, bucket: str, prefix: str) -> list[str]:
+    """Every key under ``prefix``, folder markers (keys ending in /) included: boto3 lists what is stored."""
+    import boto3
+
+    client = boto3.client("s3", endpoint_url=s3.endpoint, aws_access_key_id=s3.key_id,
+                          aws_secret_access_key=s3.secret, region_name="us-east-1")
+    pages = client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+    return sorted(o["Key"] for page in pages for o in page.get("Contents", []))
+
+
+@pytest.mark.parametrize("when", ["the batches run", "the snapshot is written"])
+def test_an_interrupted_first_ingest_into_a_bucket_leaves_no_object(s3, bucket, monkeypatch, when):
+    """As a local root's `Store.forget` leaves no lock file or folder: "nothing was written" is true of the
+    bucket too (no lease, no folder marker, no table), and a bucket's other objects stay."""
+    from warehouse import runner
+    from warehouse.errors import Interrupted
+    from warehouse.storage import RemoteStore
+
+    put(s3, f"s3://{bucket}/src/x.jsonl", _line("p"))
+    put(s3, f"s3://{bucket}/wh-neighbour.txt", b"not the warehouse's")
+    root = f"s3://{bucket}/wh"
+
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m, pytest.raises(Interrupted) as e:
+        if when == "the batches run":
+            m.setattr(runner, "_run_batches", ctrl_c)
+        else:
+            m.setattr(RemoteStore, "write_snapshot", ctrl_c)  # every table committed, the commit point next
+        warehouse.ingest([f"s3://{bucket}/src"], root, progress=False)
+    assert str(e.value) == f"interrupted: nothing was written, there is no warehouse at {root}"
+    assert _objects(s3, bucket, "wh") == ["wh-neighbour.txt"]
+    assert warehouse.ingest([f"s3://{bucket}/src"], root, progress=False).committed  # and the root is usable

@@ -14,6 +14,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 
 import orjson
 import pytest
@@ -94,6 +95,47 @@ def test_a_renewal_past_the_expiry_keeps_the_lease_only_if_nobody_took_it(s3, bu
     assert late.lost is None
     assert not Lease(url, "wh").take(lapsed)
     assert Lease(url, "wh").try_take()["holder"] == late.me["holder"]  # renewed: not expired
+
+
+def test_a_lease_expiring_decades_ahead_is_shown_and_taken_over_once_nobody_renews_it(s3, bucket, monkeypatch):
+    """A writer whose clock is decades fast wrote its lease (or someone wrote one by hand): the holder and
+    the expiry are shown, and once the lease has not changed for a whole lease period it is taken over,
+    while a live writer, renewing however wrong its clock, keeps it."""
+    clock = [1_800_000_000.0]
+    monkeypatch.setattr(storage, "_now", lambda: clock[0])
+    root = f"s3://{bucket}/wh"
+    url = Store(root).lock_path
+    decades = clock[0] + 30 * 365 * 86400
+    year = f"expires {time.strftime('%Y', time.gmtime(decades))}-"
+
+    def write(body: dict, e_tag: str | None = None) -> None:
+        data = orjson.dumps({"holder": "pid 7 on fast-clock", "token": "t", **body})
+        remote.replace_object(url, data, e_tag) if e_tag else remote.create_object(url, data)
+
+    write({"expires": decades})
+    with pytest.raises(LockedError) as e:
+        with Store(root).lock(wait=False):
+            pass
+    message = str(e.value)
+    assert "pid 7 on fast-clock" in message and year in message and "\n" not in message, message
+    assert f"aws s3 rm {url}" in message and "clock" in message, message
+    waiter = Lease(url, root)
+    assert waiter.try_take()["holder"] == "pid 7 on fast-clock"
+    for _ in range(3):  # a live writer with the same wrong clock renews: never taken, however long we wait
+        clock[0] += storage.LEASE_SECONDS / 2
+        write({"expires": decades + clock[0]}, remote.read_versioned(url)[1])
+        assert waiter.try_take() is not None
+    clock[0] += storage.LEASE_SECONDS + 1  # nobody renewed it for a whole lease period: its writer is gone
+    assert waiter.try_take() is None
+    assert orjson.loads(remote.read_versioned(url)[0])["token"] == waiter.me["token"]
+    waiter.release()
+    # a waiting writer (not --no-wait) gets there by itself: the sleep between looks moves the clock
+    write({"expires": decades}, remote.read_versioned(url)[1])
+    monkeypatch.setattr(storage.time, "sleep", lambda seconds: clock.__setitem__(0, clock[0] + seconds))
+    said = []
+    with Store(root).lock(announce=said.append):
+        pass
+    assert len(said) == 1 and "pid 7 on fast-clock" in said[0] and year in said[0], said
 
 
 def test_a_run_whose_lease_was_taken_over_refuses_to_commit_and_the_new_holder_repairs(
@@ -249,6 +291,32 @@ def test_a_wrong_secret_and_a_missing_bucket_for_a_remote_root_are_one_line(s3, 
     r = _cli(["ingest", src, "--root", "s3://no-such-bucket-here/wh"], _env(s3))
     assert r.returncode == 1 and _one_line(r.stderr).startswith(
         "error: s3://no-such-bucket-here/wh/.warehouse/lock: no such bucket 'no-such-bucket-here'")
+
+
+@pytest.mark.parametrize("case", ["endpoint userinfo", "plain http", "storage option", "signed url", "url userinfo",
+                                  "root userinfo"])
+def test_no_secret_from_any_source_is_printed(s3, tmp_path, case):
+    """A password in the endpoint's userinfo (environment or --storage-option, percent-encoded or not), a
+    signed URL's signature, keys written into an s3:// URL: none of it in any line the user sees."""
+    unreachable = "http://user:hunter2%40xy@127.0.0.1:9"  # nothing listens on port 9: refused at once
+    env, args = _env(s3, AWS_ENDPOINT_URL=unreachable), ["ingest", "s3://b/x", "--root", str(tmp_path / "wh")]
+    if case == "plain http":
+        del env["AWS_ALLOW_HTTP"]
+    elif case == "storage option":
+        env = _env(s3)
+        args = ["sql", "--root", "s3://b/wh", "SELECT 1", "--storage-option", f"aws_endpoint_url={unreachable}"]
+    elif case == "signed url":
+        args[1] = "https://h.example/x.json?X-Amz-Credential=AKID%2Fx&X-Amz-Signature=hunter2%40xy"
+    elif case == "url userinfo":
+        env, args[1] = _env(s3), "s3://AKIDX:hunter2%40xy@b/x"
+    elif case == "root userinfo":
+        env, args = _env(s3), ["sql", "--root", "s3://AKIDX:hunter2%40xy@b/wh", "SELECT 1"]
+    r = _cli(args, env)
+    line = _one_line(r.stderr)
+    assert r.returncode in (1, 2) and line.startswith("error: "), r.stderr
+    assert "hunter2" not in r.stderr + r.stdout and "@xy" not in r.stderr, r.stderr
+    assert "***" in line or case == "plain http" and "http://user:***@127.0.0.1:9" in line, line
+    assert s3.secret not in r.stderr
 
 
 def _limited_keys(s3, bucket: str, denied: str) -> dict:

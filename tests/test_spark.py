@@ -9,12 +9,17 @@ every view of a warehouse holding the bundled samples to its DuckDB rows.
 from __future__ import annotations
 
 import datetime as dt
+import importlib.util
 import json
 import math
+import os
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from contextlib import closing
+from pathlib import Path
 
 import pytest
 
@@ -350,4 +355,134 @@ def test_engine_options_are_checked_before_anything_is_made(spark, tmp_path):
         warehouse.ingest([str(src)], tmp_path / "wh", engine="yarn")
     with pytest.raises(UsageError, match="--spark-master local\\[1\\]: this process already has a Spark session on local\\[2\\]"):
         warehouse.ingest([str(src)], tmp_path / "wh", engine="spark", spark_master="local[1]", progress=False)
+    assert not (tmp_path / "wh").exists()
+
+
+# --- the command line on Spark: its own lines only, one line for every fault ---------------------
+#
+# Run as a user runs it: the venv's `warehouse` by its full path, from an environment without the venv
+# (pipx, cron, a full path typed), whose `python3` is not the warehouse's (here: one without its
+# site-packages). Each test below starts at most one JVM, in the command it runs; the checks that
+# come before Spark starts start none.
+
+VENV_WAREHOUSE = Path(sys.executable).with_name("warehouse")
+
+
+def _spark_or_skip() -> None:
+    if importlib.util.find_spec("pyspark") is None:
+        pytest.skip("pyspark is not installed: pip install -e '.[test,spark]' to run the Spark tests")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("no Java runtime (java on PATH or JAVA_HOME): Spark needs Java 17 or later")
+
+
+def _outside_the_venv(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The environment of a user who did not activate the venv: PATH without its bin folder, no
+    VIRTUAL_ENV, and a `python3` first on PATH that cannot import the warehouse."""
+    shims = tmp_path / "shims"
+    shims.mkdir(exist_ok=True)
+    python3 = shims / "python3"
+    python3.write_text(f"#!/bin/sh\nexec {sys.executable} -S \"$@\"\n")  # no site-packages: no warehouse
+    python3.chmod(0o755)
+    venv_bin = str(VENV_WAREHOUSE.parent)
+    path = [str(shims)] + [p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p != venv_bin]
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYSPARK_PYTHON",
+                                                            "PYSPARK_DRIVER_PYTHON", "WAREHOUSE_SPARK_LOG")}
+    env["PATH"] = os.pathsep.join(path)
+    env.update(extra)
+    assert subprocess.run(["python3", "-c", "import warehouse"], env=env, capture_output=True, cwd=shims).returncode != 0
+    return env
+
+
+def _ingest_on_spark(tmp_path: Path, master: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    src = tmp_path / "src"
+    if not src.exists():
+        src.mkdir()
+        shutil.copy(sorted((REPO / "samples" / "afterimage").glob("*.jsonl"))[0], src)
+    return subprocess.run([str(VENV_WAREHOUSE), "ingest", str(src), "--root", str(tmp_path / "wh"),
+                           "--engine", "spark", "--spark-master", master],
+                          env=env, capture_output=True, text=True, cwd=tmp_path, timeout=900)
+
+
+def test_a_venvs_warehouse_run_by_its_path_runs_local_spark_tasks_on_its_own_python_and_says_only_its_lines(tmp_path):
+    """The tasks of a local master run the warehouse's interpreter, not the `python3` of PATH (every task
+    failed with `No module named 'warehouse'`); stderr holds the run's summary and nothing of Spark's
+    (JVM warnings, log4j lines, pyspark's pandas FutureWarning)."""
+    _spark_or_skip()
+    proc = _ingest_on_spark(tmp_path, "local[2]", _outside_the_venv(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    [summary] = proc.stderr.splitlines()
+    assert summary.startswith("1 files: 1 ingested") and proc.stdout == ""
+    assert Warehouse(tmp_path / "wh").one("SELECT count(*) FROM responses") > 0
+
+
+def test_a_failing_spark_task_is_one_line_and_sparks_own_log_goes_where_asked(tmp_path):
+    """A task that cannot run (here: its Python lacks the project, as on an executor where it is not
+    installed) is the one line naming the cause, not after ~49 lines of Spark's log; WAREHOUSE_SPARK_LOG
+    keeps that log. Nothing is left in the new root."""
+    _spark_or_skip()
+    log = tmp_path / "spark.log"
+    env = _outside_the_venv(tmp_path, PYSPARK_PYTHON=str(tmp_path / "shims" / "python3"), WAREHOUSE_SPARK_LOG=str(log))
+    proc = _ingest_on_spark(tmp_path, "local[2]", env)
+    assert proc.returncode == 1 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith("error: Spark could not run batch 1 (1 files, the first ")
+    assert "ModuleNotFoundError: No module named 'warehouse' (is the project installed on the executors" in proc.stderr
+    assert "ERROR" in log.read_text()  # Spark's own account of it, for whoever asked
+    assert not (tmp_path / "wh").exists()
+
+
+@pytest.mark.parametrize("master", ["bogus", "local[abc]", "local[0]", "spark://head", "yarn-client"])
+def test_a_master_spark_would_refuse_is_a_usage_error_before_spark_starts(tmp_path, master):
+    if importlib.util.find_spec("pyspark") is None:
+        pytest.skip("pyspark is not installed: pip install -e '.[test,spark]' to run the Spark tests")
+    proc = _ingest_on_spark(tmp_path, master, dict(os.environ))
+    assert (proc.returncode, proc.stderr) == (2, f"error: --spark-master {master}: not a Spark master; use local[N] "
+                                                 "(N threads, or * for one per core), spark://HOST:PORT, yarn or "
+                                                 "k8s://HOST:PORT (docs/spark.md)\n")
+    assert not (tmp_path / "wh").exists()
+
+
+def test_an_unreachable_master_is_one_line_without_waiting_for_spark(tmp_path):
+    """Spark would try a master that refuses for a minute, then end in a traceback; the driver tries it
+    first (at most MASTER_CONNECT_SECONDS), before starting a JVM."""
+    _spark_or_skip()
+    import socket
+
+    from warehouse.spark.engine import MASTER_CONNECT_SECONDS
+
+    with socket.socket() as s:  # a port nothing listens on any more: connections are refused
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = _ingest_on_spark(tmp_path, f"spark://127.0.0.1:{port}", dict(os.environ))
+    assert (proc.returncode, proc.stderr) == (
+        1, f"error: --spark-master spark://127.0.0.1:{port}: cannot reach the Spark master within "
+           f"{MASTER_CONNECT_SECONDS} s (127.0.0.1:{port}: Connection refused); is it running, at that address?\n")
+    assert not (tmp_path / "wh").exists()
+
+
+def test_no_java_or_a_java_too_old_is_one_line(tmp_path):
+    """No Java at all is a usage error found before Spark starts; a Java that cannot run Spark (here one
+    that answers as Java 11 does) ends Spark's start at once, said in one line with its reason."""
+    if importlib.util.find_spec("pyspark") is None:
+        pytest.skip("pyspark is not installed: pip install -e '.[test,spark]' to run the Spark tests")
+    bare = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    proc = _ingest_on_spark(tmp_path, "local[2]", dict(bare, PATH=str(empty)))
+    assert (proc.returncode, proc.stderr) == (2, "error: --engine spark: no Java runtime (no java on PATH, no "
+                                                 "JAVA_HOME); Spark needs Java 17 or later: install one (e.g. apt-get "
+                                                 "install openjdk-17-jre-headless) (docs/spark.md)\n")
+    proc = _ingest_on_spark(tmp_path, "local[2]", dict(bare, JAVA_HOME=str(empty)))
+    assert proc.returncode == 2 and proc.stderr.startswith(f"error: --engine spark: JAVA_HOME={empty} has no bin/java")
+    old = tmp_path / "java11"
+    (old / "bin").mkdir(parents=True)
+    (old / "bin" / "java").write_text(
+        "#!/bin/sh\necho 'Error: LinkageError occurred while loading main class org.apache.spark.launcher.Main' >&2\n"
+        "printf '\\tjava.lang.UnsupportedClassVersionError: org/apache/spark/launcher/Main has been compiled by a "
+        "more recent version of the Java Runtime (class file version 61.0), this version of the Java Runtime only "
+        "recognizes class file versions up to 55.0\\n' >&2\nexit 1\n")
+    (old / "bin" / "java").chmod(0o755)
+    proc = _ingest_on_spark(tmp_path, "local[2]", dict(bare, JAVA_HOME=str(old)))
+    assert proc.returncode == 1 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith("error: Spark did not start on local[2]: java.lang.UnsupportedClassVersionError: ")
+    assert "(Spark 4 needs Java 17 or later; WAREHOUSE_SPARK_LOG=FILE keeps Spark's own output" in proc.stderr
     assert not (tmp_path / "wh").exists()

@@ -7,17 +7,13 @@ writes there appears), so no test races the machine's speed; the time bounds are
 
 from __future__ import annotations
 
-import fcntl
 import io
 import os
-import pty
 import re
 import shutil
 import signal
-import struct
 import subprocess
 import sys
-import termios
 import time
 import tomllib
 import types
@@ -27,7 +23,7 @@ import pytest
 
 import warehouse
 
-from .conftest import FIXTURES, REPO
+from .conftest import FIXTURES, REPO, read_terminal, terminal
 
 #: a query that runs for minutes unless stopped (10^12 rows of a cross join)
 ENDLESS = "SELECT sum(a.range * b.range) FROM range(1000000) AS a, range(1000000) AS b"
@@ -132,12 +128,67 @@ def test_ctrl_c_during_start_up_imports_prints_one_line_not_a_traceback(root, tm
     assert proc.stdout == ""
 
 
+#: a `warehouse` process with a Ctrl-C at one exact point of its end: after the code of a POINTS entry runs
+AT_THE_END = """
+import atexit, os, signal, sys
+import warehouse.cli, warehouse.maintenance, warehouse.runner, warehouse.storage, warehouse.summary
+
+def ctrl_c(): os.kill(os.getpid(), signal.SIGINT)
+
+def after(owner, name):
+    real = getattr(owner, name)
+    def wrapped(*a, **k):
+        out = real(*a, **k)
+        ctrl_c()
+        return out
+    setattr(owner, name, wrapped)
+
+{point}
+sys.argv = ["warehouse", *sys.argv[1:]]
+warehouse.cli.script()
+"""
+POINTS = {
+    "as the snapshot is written": "after(warehouse.storage.Store, 'write_snapshot')",
+    "as the run returns": "after(warehouse.runner, 'ingest')",
+    "as the summary is printed": "after(warehouse.summary.IngestSummary, 'text')",
+    "in an exit handler": "atexit.register(ctrl_c)",
+}
+COMMITTED = "interrupted after the run was committed: the warehouse holds its rows"
+
+
+@pytest.mark.parametrize("point", POINTS.values(), ids=POINTS.keys())
+def test_ctrl_c_after_the_commit_says_the_run_was_committed(tmp_path, point):
+    """The commit is the point of no return: a Ctrl-C from there to the process's end never passes in
+    silence (exit 0, no word of it) nor says the run was undone; the warehouse holds the new snapshot."""
+    src, root = tmp_path / "src", tmp_path / "wh"
+    shutil.copytree(FIXTURES / "trait_interp", src)
+    proc = subprocess.run([sys.executable, "-c", AT_THE_END.format(point=point), "ingest", str(src), "--root", str(root)],
+                          capture_output=True, text=True, timeout=STOP_S)
+    lines = proc.stderr.splitlines()
+    assert (proc.returncode, lines[-1]) == (130, COMMITTED), proc.stderr
+    assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
+    assert lines[0].startswith(f"{len(list(src.rglob('*.json')))} files: ")  # the run's summary, before it
+    assert [h["snapshot"] for h in warehouse.history(root)] == [1]
+
+
+def test_ctrl_c_after_a_command_finished_says_its_work_is_complete(root):
+    proc = subprocess.run([sys.executable, "-c", AT_THE_END.format(point=POINTS["in an exit handler"]),
+                           "sql", "SELECT 1 AS x", "--root", str(root), "--format", "csv"],
+                          capture_output=True, text=True, timeout=STOP_S)
+    assert (proc.returncode, proc.stdout) == (130, '"x"\n1\n')
+    assert proc.stderr == "interrupted after the command had finished: its output is complete; the warehouse is unchanged\n"
+
+
 def test_help_and_version_do_not_import_duckdb_arrow_or_polars():
     heavy = ("duckdb", "pyarrow", "polars", "numpy", "pandas", "orjson", "warehouse.formats", "tqdm")
+    # export --help names the formats that write their own shape back: it loads the formats (not their
+    # exporters), and the modules they import; never DuckDB, polars or tqdm
+    formats_import = ("pyarrow", "numpy", "orjson", "warehouse.formats")
     for args in (["--help"], ["--version"], ["sql", "--help"], ["export", "--help"]):
+        watched = tuple(m for m in heavy if args != ["export", "--help"] or m not in formats_import)
         code = (
             "import sys\nfrom warehouse.cli import main\ntry:\n    main(%r)\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m for m in %r if m in sys.modules), file=sys.stderr)" % (args, heavy)
+            "print(sorted(m for m in %r if m in sys.modules), file=sys.stderr)" % (args, watched)
         )
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
         assert proc.stderr.strip() == "[]", (args, proc.stderr)
@@ -194,20 +245,10 @@ ETA = re.compile(r"\[\d\d:\d\d<\d\d:\d\d")
 
 def run_in_terminal(args: list[str]) -> tuple[int, str, str]:
     """The CLI with stderr on a pseudo-terminal (80 columns): what a terminal shows, and stdout."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    master, slave = terminal(80)
     proc = subprocess.Popen([sys.executable, "-c", SHOW_AT_ONCE, *args], stdout=subprocess.PIPE, stderr=slave)
     os.close(slave)
-    shown = b""
-    while True:
-        try:
-            data = os.read(master, 65536)
-        except OSError:  # EIO: the process closed the terminal
-            break
-        if not data:
-            break
-        shown += data
-    os.close(master)
+    shown = read_terminal(master)
     with proc.stdout:
         out = proc.stdout.read().decode()
     return proc.wait(timeout=STOP_S), shown.decode(), out

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Literal, Union
 
 from .errors import ExportError, QueryError, StorageError, StrictModeError, UsageError, WarehouseError
 
@@ -87,7 +87,7 @@ def ingest(
     prune: bool = False,
     wait: bool = True,
     max_record_mb: float = 64.0,
-    tokenizer: StrPath | None = None,
+    tokenizer: StrPath | Literal[False] | None = None,
     options: Mapping[str, Any] | None = None,
     registry: Registry | None = None,
     progress: bool = True,
@@ -103,7 +103,8 @@ def ingest(
     ``prune`` drops the rows of catalogued files under ``paths`` that no longer exist;
     ``wait=False`` raises LockedError instead of waiting for another ingest into ``root``;
     ``max_record_mb`` quarantines larger records; ``tokenizer`` a local tokenizer directory
-    for annotation token ranges (remembered for later runs); ``options`` run options that
+    for annotation token ranges (remembered for later runs; None: the remembered one, False: forget
+    it, as ``--no-tokenizer``); ``options`` run options that
     ingestors read (``tokenizer`` is one); ``registry`` the formats to read with (default:
     the installed ones, ``warehouse.registry``); ``progress`` on stderr;
     ``fast_paths=False`` reads every record through the record path (the formats' vectorised
@@ -120,10 +121,13 @@ def ingest(
     if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
         paths = [paths]  # type: ignore[list-item]
     root = checks.root(root)
+    checks.count(jobs, "jobs", least=1)
     checks.positive(max_record_mb, "max_record_mb", " of MB")
     checks.engine(engine, spark_master)
     run_options = dict(options or {})
-    if tokenizer is not None:
+    if tokenizer is False:
+        run_options["tokenizer"] = False  # forgotten: the run's settings drop it (runner._settings)
+    elif tokenizer is not None:
         run_options["tokenizer"] = checks.directory(tokenizer, "tokenizer", TOKENIZER_DIR)
     return _ingest(
         [os.fsdecode(p) for p in paths],  # type: ignore[union-attr]
@@ -167,9 +171,8 @@ def export(
     from . import checks, remote
     from .exports import export as _export
 
-    checks.count(as_of, "as_of", least=1)
     return _export(checks.root(root), where, format, checks.local_path(out, "out"),
-                   overwrite=overwrite, memory_limit=memory_limit, progress=progress, as_of=as_of,
+                   overwrite=overwrite, memory_limit=memory_limit, progress=progress, as_of=checks.as_of(as_of),
                    storage_options=remote.canonical(storage_options))
 
 
@@ -181,6 +184,7 @@ def tokenize(root: StrPath, tokenizer: StrPath, *, jobs: int | None = None, prog
     from .runner import tokenize as _tokenize
 
     root = checks.root(root)
+    checks.count(jobs, "jobs", least=1)
     return _tokenize(root, checks.directory(tokenizer, "tokenizer", TOKENIZER_DIR), jobs=jobs, progress=progress,
                      storage_options=remote.canonical(storage_options))
 

@@ -5,7 +5,8 @@ data (``read_arrow`` as Arrow). All three take the same arguments: a view of the
 warehouse (``responses``, ``turns``, ``annotated_spans``, ...; ``Warehouse.views``
 lists them), optionally filtered (``where``, SQL) and projected (``columns``); each
 is a method of ``Warehouse`` and a function of the module taking the root first.
-``sql`` runs any query.
+``where`` is held to what ``export --where`` is (one expression over the views, run
+in a sandboxed database: ``exports/where.py``); ``sql`` runs any query.
 
 >>> import warehouse
 >>> wh = warehouse.open(SAMPLE_ROOT)
@@ -54,13 +55,14 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from .errors import StorageError, UsageError
+from .errors import QueryError, StorageError, UsageError
 from .remote import StorageOptions
 from .views import Snapshot, cursor, damage_error, open_snapshot, readable_hint
 
@@ -78,29 +80,64 @@ class _Open:
     usable after the Warehouse moved on (``refresh``) until the last of them is gone.
     """
 
-    def __init__(self, root: str, as_of: int | None = None, storage_options: StorageOptions = None):
+    def __init__(self, root: str, as_of: int | None = None, storage_options: StorageOptions = None, *,
+                 sandboxed: bool = False):
+        self.root, self.as_of, self._storage_options = root, as_of, storage_options  # (never shown)
         self.con, self.snapshot = open_snapshot(root, as_of=as_of, storage_options=storage_options)
         self.closed = False
+        self._sandboxed: _Open | None = self if sandboxed else None
+        self._mutex = threading.Lock()
+        if sandboxed:
+            from .exports.where import sandbox
+            from .storage import Store
+
+            store = Store(root)
+            # as export's: the tables' folders (a remote root's tables are Arrow datasets, no folder at all)
+            sandbox(self.con, [] if store.remote else [str(d) for d in store.table_dirs()])
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         if self.closed:
             raise UsageError(f"Warehouse({self.snapshot.root!r}) is closed; open it again with warehouse.open()")
         return cursor(self.con, self.snapshot)
 
+    def sandboxed(self) -> _Open:
+        """This snapshot in a database of its own that reads the warehouse's files and nothing else, with
+        its settings locked (``exports.where.sandbox``): where a predicate from the caller runs. The
+        database of ``sql()`` stays unconfined (it runs any SQL by design), so it is a second one,
+        opened on first use."""
+        with self._mutex:
+            if self._sandboxed is None:
+                twin = _Open(self.root, self.as_of, self._storage_options, sandboxed=True)
+                if twin.snapshot.number != self.snapshot.number:  # an ingest committed since: this one's snapshot
+                    twin.close()
+                    twin = _Open(self.root, self.snapshot.number, self._storage_options, sandboxed=True)
+                self._sandboxed = twin
+            return self._sandboxed
+
+    def close(self) -> None:
+        self.closed = True
+        self.con.close()
+        if self._sandboxed is not None and self._sandboxed is not self:
+            self._sandboxed.close()
+
     @contextmanager
     def reading(self) -> Iterator[None]:
-        """Turn DuckDB's error for a deleted file of this snapshot, or a damaged table, into one that says
-        what to do."""
+        """DuckDB's errors as the warehouse's: a deleted file of this snapshot a StorageError that says
+        what to do, a damaged table's view its one line (a DamagedTable), a query DuckDB rejects (a missing
+        column, a failed cast) a QueryError with its message.
+        An interrupted query stays DuckDB's InterruptException (a kernel's interrupt, not a fault of the query)."""
         try:
             yield
+        except duckdb.InterruptException:
+            raise
         except duckdb.Error as e:
             damaged = damage_error(e, self.snapshot.root)
             if damaged is not None:
                 raise damaged from None
             gone = self.snapshot.missing() if isinstance(e, duckdb.IOException) else []
-            if not gone:
-                raise
-            raise StorageError(stale_message(self.snapshot, gone)) from e
+            if gone:
+                raise StorageError(stale_message(self.snapshot, gone)) from e
+            raise QueryError(str(e)) from None
 
 
 def stale_message(snapshot: Snapshot, gone: list[str]) -> str:
@@ -184,7 +221,7 @@ class Warehouse:
         """
         from polars.io.plugins import register_io_source
 
-        o = self._open
+        o = self._reading(where)
         with o.reading():
             query = self._query(o, name, where, columns)
             schema = o.cursor().sql(query).pl(lazy=True).collect_schema()
@@ -206,13 +243,13 @@ class Warehouse:
 
     def read(self, name: str, *, where: str | None = None, columns: Sequence[str] | None = None) -> pl.DataFrame:
         """A view as a polars DataFrame, optionally filtered (SQL ``where``) and projected."""
-        o = self._open
+        o = self._reading(where)
         with o.reading():
             return self._select(o, name, where, columns).pl()
 
     def read_arrow(self, name: str, *, where: str | None = None, columns: Sequence[str] | None = None) -> pa.Table:
         """A view as a pyarrow Table, optionally filtered (SQL ``where``) and projected."""
-        o = self._open
+        o = self._reading(where)
         with o.reading():
             return self._select(o, name, where, columns).to_arrow_table()
 
@@ -233,9 +270,7 @@ class Warehouse:
 
     def close(self) -> None:
         """Close the database: every relation and LazyFrame made from this Warehouse stops working."""
-        o = self._open
-        o.closed = True
-        o.con.close()
+        self._open.close()
 
     def __enter__(self) -> Warehouse:
         return self
@@ -276,11 +311,19 @@ class Warehouse:
             raise UsageError(f"no view {name!r}; choose one of: {', '.join(views)}")
         return name
 
+    def _reading(self, where: str | None) -> _Open:
+        """Where a read runs: the sandboxed database when the caller hands in a predicate (it may come from
+        anywhere: a web form, a config file), else the Warehouse's own."""
+        return self._open.sandboxed() if _predicate(where) else self._open
+
     def _select(self, o: _Open, name: str, where: str | None, columns: Sequence[str] | None) -> duckdb.DuckDBPyRelation:
         return o.cursor().sql(self._query(o, name, where, columns))
 
     def _query(self, o: _Open, name: str, where: str | None, columns: Sequence[str] | None) -> str:
-        """``SELECT columns FROM view WHERE where``, the view and the columns checked to exist."""
+        """``SELECT columns FROM view WHERE where``, the view and the columns checked to exist, and ``where``
+        held to what ``export --where`` is (``exports.where.predicate_sql``): one expression over the views."""
+        from .exports import where as predicates
+
         view = self._view(o, name)
         cols = "*"
         if columns:
@@ -289,7 +332,14 @@ class Warehouse:
             if unknown:
                 raise UsageError(f"{view} has no column {unknown[0]!r}; its columns: {', '.join(known)}")
             cols = ", ".join(f'"{c}"' for c in columns)
-        return f"SELECT {cols} FROM {view}" + (f" WHERE {where}" if where else "")
+        select = f"SELECT {cols} FROM {view}"
+        if not _predicate(where):
+            return select
+        return predicates.predicate_sql(o.cursor(), select, where, label="where", view=view)
+
+
+def _predicate(where: str | None) -> bool:
+    return bool(where and where.strip())
 
 
 def open(root: str | os.PathLike, *, as_of: int | None = None, storage_options: StorageOptions = None) -> Warehouse:  # noqa: A001
@@ -302,18 +352,29 @@ def open(root: str | os.PathLike, *, as_of: int | None = None, storage_options: 
 def scan(root: str | os.PathLike, name: str, *, where: str | None = None,
          columns: Sequence[str] | None = None) -> pl.LazyFrame:
     """View ``name`` of the warehouse at ``root`` as a lazy polars frame (``Warehouse.scan``)."""
-    return Warehouse(root).scan(name, where=where, columns=columns)
+    return _reading(root, where).scan(name, where=where, columns=columns)
 
 
 def read(root: str | os.PathLike, name: str, *, where: str | None = None,
          columns: Sequence[str] | None = None) -> pl.DataFrame:
     """View ``name`` of the warehouse at ``root`` as a polars DataFrame (``Warehouse.read``)."""
-    with Warehouse(root) as wh:
+    with _reading(root, where) as wh:
         return wh.read(name, where=where, columns=columns)
 
 
 def read_arrow(root: str | os.PathLike, name: str, *, where: str | None = None,
                columns: Sequence[str] | None = None) -> pa.Table:
     """View ``name`` of the warehouse at ``root`` as a pyarrow Table (``Warehouse.read_arrow``)."""
-    with Warehouse(root) as wh:
+    with _reading(root, where) as wh:
         return wh.read_arrow(name, where=where, columns=columns)
+
+
+def _reading(root: str | os.PathLike, where: str | None) -> Warehouse:
+    """The Warehouse a one-call function reads through: with a predicate, only the sandboxed database is
+    opened (the call needs no other)."""
+    if not _predicate(where):
+        return Warehouse(root)
+    wh = Warehouse.__new__(Warehouse)
+    wh.root, wh._storage_options = os.fspath(root), None
+    wh._open = _Open(wh.root, sandboxed=True)
+    return wh

@@ -70,10 +70,20 @@ examples:
   warehouse export --root wh --where "response IS NOT NULL" --format openai_chat --out train.jsonl
   warehouse export --root wh --where "source_format = 'NAME'" --format NAME --out export_tree/   # back to the source
 
-formats: parquet, jsonl, csv, openai_chat, and back to the sources: the name of an installed format
-that writes its own shape (an unknown --format lists them)
+formats: parquet, jsonl, csv, openai_chat (any responses, whatever format they came from)
+back to a source format: {back}
+  (the installed formats that write their own shape; `warehouse ingest` reads the output back as that format)
 (the --where predicate is SQL on the responses view: warehouse sql "DESCRIBE responses" lists its columns)
 """
+
+
+def _export_epilog() -> str:
+    """EXPORT_EXAMPLES with the installed formats that export back to their own shape. Knowing which
+    do means loading the formats (not their exporters): done for ``export --help`` only."""
+    from .registry import Registry, _load
+
+    back = sorted(name for name, ref in Registry.installed().refs if type(_load(name, ref)).exporter is not None)
+    return EXPORT_EXAMPLES.format(back=", ".join(back) or "none installed")
 
 STATS_EXAMPLES = """\
 examples:
@@ -129,8 +139,24 @@ def _storage_option(p, what: str = "an s3:// --root") -> None:
 def build_parser(format_names: bool = True):
     """The command line. ``format_names=False`` leaves the format names out of ``ingest --help``,
     so commands other than ingest start without reading the installed packages' metadata."""
-    import argparse
+    import argparse  # here, not at the top: a Ctrl-C while it loads is caught by main
     import textwrap
+
+    class Command(argparse.ArgumentParser):
+        """The parser of one command. An unknown option is reported with this command's usage (argparse
+        hands a command's leftovers to the top level, whose usage names none of its options); an epilog
+        given as a function is made only when the help is shown."""
+
+        def parse_known_args(self, args=None, namespace=None):
+            namespace, extras = super().parse_known_args(args, namespace)
+            if extras:
+                self.error(f"unrecognized arguments: {' '.join(extras)}")
+            return namespace, extras
+
+        def format_help(self) -> str:
+            if callable(self.epilog):
+                self.epilog = self.epilog()
+            return super().format_help()
 
     parser = argparse.ArgumentParser(
         prog="warehouse",
@@ -139,7 +165,7 @@ def build_parser(format_names: bool = True):
         epilog=MAIN_EXAMPLES,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=Command)
 
     p = sub.add_parser(
         "ingest",
@@ -164,13 +190,17 @@ def build_parser(format_names: bool = True):
     p.add_argument("--jobs", type=int, default=None, help="worker processes (default: one per core)")
     p.add_argument("--no-wait", dest="wait", action="store_false", help="fail (exit 4) instead of waiting when another ingest holds the warehouse (the default is to wait)")
     p.add_argument("--max-record-mb", type=float, default=64.0, help="largest single record read, in MB (default 64); larger ones are quarantined")
-    p.add_argument("--tokenizer", metavar="DIR", help="local tokenizer directory (transformers) for token ranges of responses without stored tokens; remembered for later runs")
+    tok = p.add_mutually_exclusive_group()
+    tok.add_argument("--tokenizer", metavar="DIR", help="local tokenizer directory (transformers) for token ranges of responses without stored tokens; remembered for later runs")
+    tok.add_argument("--no-tokenizer", dest="tokenizer", action="store_const", const=False,
+                     help="forget the tokenizer remembered from an earlier run (token ranges it gave are dropped)")
     p.add_argument("--engine", default="local", choices=ENGINES,
                    help="where the files are read: local (this machine's cores, the default) or spark (Spark tasks; docs/spark.md)")
     p.add_argument("--spark-master", metavar="URL",
-                   help="with --engine spark: the Spark master (spark://host:7077, local[4], ...); default: the session's own")
+                   help="with --engine spark: the Spark master (spark://host:7077, local[4], ...); default: the session's own. "
+                        "Spark's own log is kept out of sight: WAREHOUSE_SPARK_LOG=FILE appends it to FILE")
     _storage_option(p, "s3:// PATHs and --root")
-    p.add_argument("--quiet", action="store_true", help="no progress bar or summary on stderr")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary on stderr")
 
     t = sub.add_parser(
         "tokenize",
@@ -186,7 +216,7 @@ def build_parser(format_names: bool = True):
     _root(t)
     t.add_argument("--tokenizer", required=True, metavar="DIR", help="local tokenizer directory")
     t.add_argument("--jobs", type=int, default=None, help="worker processes (default: one per core)")
-    t.add_argument("--quiet", action="store_true", help="no progress bar or summary on stderr")
+    t.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary on stderr")
 
     q = sub.add_parser(
         "sql",
@@ -205,6 +235,9 @@ def build_parser(format_names: bool = True):
     q.add_argument("--format", default="table", choices=SQL_FORMATS, help="output format (default: table)")
     q.add_argument("--max-rows", type=int, default=40, metavar="N",
                    help="rows the table format shows (default 40; 0 for all); the other formats print every row")
+    q.add_argument("--max-width", type=int, default=None, metavar="N",
+                   help="characters per line of the table format (default: the terminal's width, or 120 when stdout "
+                        "is not a terminal; 0: no limit); longer values are cut, columns that do not fit left out")
     q.add_argument("--as-of", type=int, default=None, metavar="N",
                    help="read warehouse snapshot N (`warehouse history` lists them; default: the latest)")
 
@@ -217,7 +250,7 @@ def build_parser(format_names: bool = True):
             "renamed into place, so a failed or interrupted (Ctrl-C) export leaves nothing behind. A progress bar "
             "(percentage, time left) goes to stderr on a terminal."
         ),
-        epilog=EXPORT_EXAMPLES,
+        epilog=_export_epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _root(e)
@@ -233,7 +266,7 @@ def build_parser(format_names: bool = True):
                    help="DuckDB's memory for the export; beyond it, it spills to disk beside --out (default: 1GB)")
     e.add_argument("--as-of", type=int, default=None, metavar="N",
                    help="export from warehouse snapshot N (`warehouse history` lists them; default: the latest)")
-    e.add_argument("--quiet", action="store_true", help="no progress bar or summary on stderr")
+    e.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary on stderr")
 
     s = sub.add_parser(
         "stats",
@@ -254,8 +287,9 @@ def build_parser(format_names: bool = True):
         help="the warehouse snapshots: what each ingest or compact did",
         description=(
             "List the warehouse snapshots, oldest first: number (what --as-of takes), time, operation, files "
-            "ingested / replaced / pruned, rows added and removed. --format json prints one JSON array, one "
-            "object per snapshot (rows per table, each table's Delta version)."
+            "ingested / replaced / pruned, rows added and removed, and whether it is still readable (no: compact "
+            "deleted files it reads). --format json prints one JSON array, one object per snapshot (rows per "
+            "table, each table's Delta version, readable true or false)."
         ),
         epilog=HISTORY_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -268,7 +302,8 @@ def build_parser(format_names: bool = True):
         help="merge small files and delete files replaced long ago",
         description=(
             "Merge each table's small files (Delta optimize; the rows do not change) and delete the files "
-            "replaced more than --retention-hours ago (Delta vacuum), then commit a new snapshot. Snapshots "
+            "replaced more than --retention-hours ago (Delta vacuum), then commit a new snapshot (none when "
+            "there was nothing to merge or delete). Snapshots "
             "older than the retention may no longer be readable (--as-of says so). Waits for a running ingest."
         ),
         epilog=COMPACT_EXAMPLES,
@@ -278,7 +313,7 @@ def build_parser(format_names: bool = True):
     c.add_argument("--retention-hours", type=int, default=RETENTION_HOURS, metavar="H",
                    help=f"delete files replaced more than H hours ago (default {RETENTION_HOURS:g}: 7 days)")
     c.add_argument("--no-wait", dest="wait", action="store_false", help="fail (exit 4) instead of waiting for a running ingest")
-    c.add_argument("--quiet", action="store_true", help="no summary on stderr")
+    c.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
     return parser
 
 
@@ -318,8 +353,8 @@ def cmd_tokenize(args) -> int:
 def cmd_sql(args) -> int:
     import warehouse
 
-    warehouse.sql(args.root, _query_text(args), format=args.format, max_rows=args.max_rows, as_of=args.as_of,
-                  storage_options=args.storage_options)
+    warehouse.sql(args.root, _query_text(args), format=args.format, max_rows=args.max_rows, max_width=args.max_width,
+                  as_of=args.as_of, storage_options=args.storage_options)
     return EXIT_OK
 
 
@@ -386,6 +421,17 @@ QUERYING = ("sql", "export", "stats", "history")
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .interrupt import LateInterrupts
+
+    late, own = LateInterrupts.active()  # (``script``'s, when it runs the command)
+    try:
+        return _main(argv, late)
+    finally:
+        if own:
+            late.end()
+
+
+def _main(argv: list[str] | None, late) -> int:
     args = None
     # deltalake's and obstore's errors carry a Rust backtrace when RUST_BACKTRACE is set (some machines set it
     # for all): the library's own variable, which wins over it, turns that off for this command's processes
@@ -398,13 +444,21 @@ def main(argv: list[str] | None = None) -> int:
             for_ingest_command()  # this command's processes are ours: before pyarrow and numpy load
         args = build_parser(format_names=bool(words) and words[0] == "ingest").parse_args(argv)
         if args.command not in QUERYING:
-            return COMMANDS[args.command](args)
-        from .interrupt import SigintGuard
+            code = COMMANDS[args.command](args)
+        else:
+            from .interrupt import SigintGuard
 
-        with SigintGuard():
-            return COMMANDS[args.command](args)
+            with SigintGuard():
+                code = COMMANDS[args.command](args)
+        late.done(finished(args))  # nothing is left to stop: a Ctrl-C from here on says so (a commit said it first)
+        if late.interrupted():
+            print(late.line, file=sys.stderr)
+            return EXIT_INTERRUPTED
+        return code
     except WarehouseError as e:
-        print(f"error: {e}", file=sys.stderr)
+        from .remote import redact  # every message hides its secrets already; this line is the last look
+
+        print(f"error: {redact(str(e))}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt as e:  # the runner's Interrupted says what state it left; a plain one does not
         print(str(e) or interrupted(args), file=sys.stderr)
@@ -427,6 +481,18 @@ def interrupted(args) -> str:
     return "interrupted; the warehouse is unchanged by the unfinished run"
 
 
+def finished(args) -> str:
+    """The one line a Ctrl-C leaves once the command's work is done (an ingest or compact that committed
+    says its own: ``commit.COMMITTED``)."""
+    if args.command in ("ingest", "tokenize"):
+        return "interrupted after the run had ended: it had nothing to commit; the warehouse is unchanged"
+    if args.command == "compact":
+        return "interrupted after compact had ended: there was nothing to compact; the warehouse is unchanged"
+    if args.command == "export":
+        return f"interrupted after the export had finished: {os.path.abspath(args.out)} is complete"
+    return "interrupted after the command had finished: its output is complete; the warehouse is unchanged"
+
+
 def script() -> None:
     """The console script ``warehouse`` (and ``python -m warehouse.cli``): ``main``, then the process
     ends without tearing its interpreter down. Once the command has written and closed all it
@@ -436,10 +502,16 @@ def script() -> None:
     standard streams are flushed; ``main`` called from Python keeps the interpreter's normal end."""
     import atexit
 
+    from .interrupt import LateInterrupts
+
+    late, _ = LateInterrupts.active()  # held to the end: a Ctrl-C in the exit handlers is recorded too
     code = main()
     try:
         atexit._run_exitfuncs()  # (what the interpreter's end would run first, in the same order)
         sys.stdout.flush()
+        if code == EXIT_OK and late.interrupted(last=True):
+            print(late.line, file=sys.stderr)
+            code = EXIT_INTERRUPTED
         sys.stderr.flush()
     except BrokenPipeError:  # `warehouse sql ... | head`: what was left for the reader goes nowhere
         pass

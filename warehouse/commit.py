@@ -26,7 +26,7 @@ import os
 import shutil
 import signal
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -39,6 +39,7 @@ from .catalog import Catalog
 from .damage import Mending, drop_new_log, set_aside_log
 from .delta import Part
 from .errors import DamagedTable, first_line
+from .interrupt import work_done
 from .storage import RUN_ID, LeaseLost, SnapshotRecord, Store, fsync
 from .tables import SOURCES, TABLES
 from .views import PATH_FIELDS, PathFieldsAhead, materialize_path_fields, path_fields_sql_hash
@@ -228,7 +229,7 @@ def _path_fields(store: Store, rows: list[dict], sources_path: str, pf_path: str
 
 def commit_plan(store: Store, record: SnapshotRecord, new: SnapshotRecord, plan: list[_TableChange]) -> None:
     """Commit every table's change and write snapshot ``new``; on any failure, the tables as ``record`` pins them."""
-    with _sigint_deferred():
+    with _sigint_deferred() as committed:
         try:
             meta = {"warehouse_run_id": new.run_id, "warehouse_snapshot": new.number, "warehouse_operation": new.operation}
             for c in plan:
@@ -241,6 +242,7 @@ def commit_plan(store: Store, record: SnapshotRecord, new: SnapshotRecord, plan:
                 new.tables.setdefault(name, pinned)
             store.check_lock()
             store.write_snapshot(new)
+            committed(COMMITTED)
         except LeaseLost:
             raise  # the root is another run's now: it repairs the tables (its open_for_writing), not this one
         except BaseException:
@@ -416,17 +418,29 @@ def repair(store: Store, record: SnapshotRecord, *, delete_orphans: bool = True,
 # --- Ctrl-C waits for the commit --------------------------------------------------------------
 
 
+#: what a Ctrl-C after an ingest's commit leaves (``runner``, and the command line's ``LateInterrupts``)
+COMMITTED = "interrupted after the run was committed: the warehouse holds its rows"
+
+
 @contextmanager
-def _sigint_deferred() -> Iterator[None]:
-    """A Ctrl-C during the block takes effect when it ends (the commit done, or undone)."""
+def _sigint_deferred() -> Iterator[Callable[[str], None]]:
+    """A Ctrl-C during the block takes effect when it ends (the commit done, or undone). The block calls
+    the function it is given once its snapshot is written, with the line a Ctrl-C from then on leaves:
+    on the command line the Ctrl-C is then recorded, not raised (``interrupt.LateInterrupts``: nothing
+    is left to stop, and the command ends saying so); in Python it is raised as the block ends."""
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield lambda line: None
         return
-    caught = []
+    caught: list[bool] = []
+    committed: list[str] = []
     previous = signal.signal(signal.SIGINT, lambda *_: caught.append(True))
     try:
-        yield
-    finally:
+        yield committed.append
+    except BaseException:
         signal.signal(signal.SIGINT, previous)
+        raise
+    if committed and work_done(committed[0], caught=bool(caught)):
+        return  # (the command line's recorder replaced this block's handler, with no moment between)
+    signal.signal(signal.SIGINT, previous)
     if caught:
         raise KeyboardInterrupt

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -187,6 +188,77 @@ def _add_new_columns(dt, arrow_schema, props) -> None:
         dt.alter.add_columns(new, commit_properties=props)
 
 
+def vacuum(table, uri: str, *, retention_hours: int, keep_version: int, commit_properties) -> tuple[list[str], set[str]]:
+    """Delta ``vacuum`` (full: every file in the table's folder that no version kept references, replaced
+    or written more than ``retention_hours`` ago) that deletes nothing outside the folder: (the files
+    deleted, the symbolic links left alone, relative to the folder; "." for the folder itself).
+
+    deltalake's own vacuum follows symbolic links: a link in a table folder to ``~/data`` would have it
+    delete every old file there. Locally, deltalake only lists what it would delete, and each file is
+    deleted here, opened folder by folder from the table's without following a link (``O_NOFOLLOW``):
+    a link on the way, or at the file, is left alone and reported. A bucket has no links.
+    """
+    from . import remote
+
+    options = dict(retention_hours=retention_hours, enforce_retention_duration=False, full=True,
+                   keep_versions=[keep_version], commit_properties=commit_properties)
+    # deltalake names a replaced file as long as the log remembers it, deleted or not: only the files
+    # still there count (and on a bucket, a vacuum, a new Delta version, only when there is one)
+    if remote.is_url(uri):
+        doomed = [rel for rel in table.vacuum(dry_run=True, **options) if remote.exists(f"{uri}/{rel}")]
+        if doomed:
+            table.vacuum(dry_run=False, **options)
+        return doomed, set()
+    deleted, links = [], set()
+    for rel in table.vacuum(dry_run=True, **options):
+        link = _delete_inside(uri, rel)
+        if link is None:
+            deleted.append(rel)
+        elif link and link is not _GONE:
+            links.add(link)
+    return deleted, links
+
+
+_GONE = "(gone)"  # what _delete_inside says of a file deleted before
+
+
+def _delete_inside(folder: str, rel: str) -> str | None:
+    """Delete the regular file ``folder/rel`` without following a link: None when deleted, ``_GONE`` when
+    it was already gone; else the link met on the way (relative to ``folder``), or "" for a path that leaves it."""
+    from urllib.parse import unquote
+
+    parts = unquote(rel).split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        return ""
+    nofollow = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(folder, nofollow)
+    except FileNotFoundError:
+        return _GONE
+    except OSError:  # ELOOP / ENOTDIR: the table folder itself is a link (or no folder)
+        return "."
+    try:
+        for i, part in enumerate(parts[:-1]):
+            try:
+                below = os.open(part, nofollow, dir_fd=fd)
+            except FileNotFoundError:
+                return _GONE
+            except OSError:
+                return "/".join(parts[:i + 1])
+            os.close(fd)
+            fd = below
+        try:
+            st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return _GONE
+        if not stat.S_ISREG(st.st_mode):
+            return "/".join(parts)  # a link (or a FIFO, a socket) where a file was: not ours to remove
+        os.unlink(parts[-1], dir_fd=fd)  # (unlink never follows a link at the name itself)
+        return None
+    finally:
+        os.close(fd)
+
+
 def writer_properties():
     """The writer settings of the files delta-rs writes itself (``optimize``): those of ours (zstd level 1)."""
     from deltalake import WriterProperties
@@ -198,6 +270,25 @@ def live_files(uri: str, version: int) -> list[str]:
     """Absolute paths of the table's files at ``version`` (deltalake gives them percent-encoded: a root
     with a space in its path would read as missing files)."""
     return files_and_schema(open_table(uri, version))[0]
+
+
+def live_files_by_version(uri: str, versions: set[int]) -> dict[int, list[str] | None]:
+    """``live_files`` of each of ``versions``, the log read forward once (a version that cannot be loaded,
+    its log cleaned up: None), for questions about many snapshots at once (``views.readable_snapshots``)."""
+    from urllib.parse import unquote
+
+    out: dict[int, list[str] | None] = {}
+    table = None
+    for v in sorted(versions):
+        try:
+            if table is None:
+                table = open_table(uri, v)
+            else:
+                table.load_as_version(v)
+            out[v] = [unquote(u) for u in table.file_uris()]
+        except Exception:  # noqa: BLE001 - deltalake's errors for a version it cannot rebuild
+            out[v], table = None, None
+    return out
 
 
 def files_and_schema(table):

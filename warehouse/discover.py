@@ -5,13 +5,18 @@ following symlinks, with each real directory visited once (symlink loops end
 there) and each file yielded once, however many paths lead to it (``ingest F F``,
 ``ingest dir dir/f.json``, a symlink to a file of the tree, a hard link): a source
 is a file, ingested once per run under the first path met. Hidden entries
-(``.git``, ``.cache``) and the warehouse root itself (however it is reached) are
-skipped. A directory or file that cannot be listed or stat'ed, or whose name is
-not valid UTF-8, is reported, not silently passed over.
+(``.git``, ``.cache``) and the warehouse root itself (however it is reached; on
+object storage, a root under a prefix given) are skipped. A directory or file that
+cannot be listed or stat'ed, or whose name is not valid UTF-8, is reported, not
+silently passed over.
 
 A URL (``s3://bucket/prefix``) is walked the same way through its listing
 (``remote.walk_objects``): objects in key order, hidden names below the prefix
 skipped, the same suffixes; an object's identity is its URL.
+
+Compressed files of those suffixes (``x.jsonl.gz``) are not read, but reported
+(``Compressed``): the run says how many it skipped, and what to do
+(``encodings.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from . import remote
+from .encodings import compressed_suffixes
 
 
 @dataclass(slots=True, frozen=True)
@@ -48,24 +54,32 @@ class LoopSkipped:
     target: str
 
 
+@dataclass(slots=True, frozen=True)
+class Compressed:
+    """A compressed file of a kind the walk looks for (``x.jsonl.gz``): not read, but counted and said."""
+
+    path: str
+
+
 def walk(
     paths: Iterable[str],
     *,
     suffixes: tuple[str, ...],
-    exclude: tuple[int, int] | None = None,
-) -> Iterator[Found | Unreachable | LoopSkipped]:
+    exclude: tuple[int, int] | str | None = None,
+) -> Iterator[Found | Unreachable | LoopSkipped | Compressed]:
     """Files under ``paths`` whose lower-case name ends with one of ``suffixes``.
 
     A path given explicitly is always yielded (whatever its suffix), so
     ``ingest notes.txt --format NAME`` reaches the ingestor. ``exclude`` is
-    the (st_dev, st_ino) of a directory never entered (the warehouse root).
+    the warehouse root, never entered: a local directory's (st_dev, st_ino), or
+    a URL (nothing under that prefix is listed as a source).
     """
     seen_dirs: set[tuple[int, int]] = set()
     seen_files: set[tuple[int, int]] = set()
     seen_urls: set[str] = set()
     for given in paths:
         if remote.is_url(given):
-            yield from _walk_url(remote.normpath(given), suffixes, seen_urls)
+            yield from _walk_url(remote.normpath(given), suffixes, seen_urls, exclude if isinstance(exclude, str) else None)
             continue
         path = os.path.abspath(given)
         if not _utf8(path):
@@ -86,17 +100,24 @@ def walk(
                         identity=(st.st_dev, st.st_ino))
 
 
-def _walk_url(url: str, suffixes: tuple[str, ...], seen: set[str]) -> Iterator[Found]:
-    """The objects under a prefix (or the one object ``url`` names), as the local walk finds files."""
+def _walk_url(url: str, suffixes: tuple[str, ...], seen: set[str], exclude: str | None) -> Iterator[Found | Compressed]:
+    """The objects under a prefix (or the one object ``url`` names), as the local walk finds files;
+    none under ``exclude`` (a root inside the prefix: its Delta logs, lease and snapshots are no sources)."""
+    below_root = exclude + "/" if exclude else None
+    compressed = compressed_suffixes(suffixes)
     for entry in remote.walk_objects(url):
-        if entry.url in seen:
+        if entry.url in seen or (below_root and entry.url.startswith(below_root)):
             continue
         if entry.url == url:  # named on its own: always looked at
             seen.add(entry.url)
             yield Found(entry.url, entry.size, entry.mtime_ns, explicit=True, tree=remote.normpath(url.rsplit("/", 1)[0]))
             continue
         below = entry.url[len(url) + 1:].split("/")
-        if any(part.startswith(".") for part in below) or not below[-1].lower().endswith(suffixes):
+        if any(part.startswith(".") for part in below):
+            continue
+        if not below[-1].lower().endswith(suffixes):
+            if below[-1].lower().endswith(compressed):
+                yield Compressed(entry.url)
             continue
         seen.add(entry.url)
         yield Found(entry.url, entry.size, entry.mtime_ns, tree=url)
@@ -133,9 +154,10 @@ def _first(st: os.stat_result, seen_files: set[tuple[int, int]]) -> bool:
     return True
 
 
-def _walk_dir(path, st, suffixes, exclude, seen_dirs, seen_files, tree) -> Iterator[Found | Unreachable | LoopSkipped]:
+def _walk_dir(path, st, suffixes, exclude, seen_dirs, seen_files, tree) -> Iterator[Found | Unreachable | LoopSkipped | Compressed]:
     """The tree under directory ``path``, depth first in name order, with a stack of listings
     rather than a generator per directory (each file passed up through one generator per level)."""
+    compressed = compressed_suffixes(suffixes)
     top = _listing(path, st, exclude, seen_dirs)
     if not isinstance(top, list):
         yield top
@@ -165,6 +187,8 @@ def _walk_dir(path, st, suffixes, exclude, seen_dirs, seen_files, tree) -> Itera
                     break  # into it; this listing goes on where it was once that one is done
                 yield below
             elif not name.lower().endswith(suffixes):
+                if name.lower().endswith(compressed):
+                    yield Compressed(full)
                 continue
             elif not stat.S_ISREG(est.st_mode):  # a FIFO would block the run, a device never end
                 yield Unreachable(full, NOT_REGULAR)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .readers import SourceFile
 from .records import Mapped, Record, RecordContext
@@ -106,7 +106,9 @@ class Ingestor(ABC):
 
         Raises: ``RecordError`` (e.g. ``ReferenceRefused``) when the rest of the file cannot be
         read (it is quarantined as one record, the records before it kept); ``OSError`` when
-        reading fails. Any other exception is a bug: the rest of the file is quarantined.
+        reading fails; ``UsageError`` when a tool the run was given fails (a tokenizer that does
+        not load): the run stops and changes nothing. Any other exception is a bug: the rest of
+        the file is quarantined.
         """
 
     @abstractmethod
@@ -114,8 +116,24 @@ class Ingestor(ABC):
         """Rows for one record: ``{table name: [row, ...]}``.
 
         Raises: ``RecordError`` to quarantine the record whole (its ``sub_locator`` narrows
-        where). Any other exception is a bug: the record is quarantined saying so.
+        where); ``UsageError`` as ``records``. Any other exception is a bug: the record is
+        quarantined saying so.
         """
+
+    def option_problem(self, name: str, value: Any) -> str | None:
+        """Optional: why this format could not use the run option ``name`` = ``value`` (a tool it
+        needs is not installed, or the value names nothing it can load), with what to do; None
+        when it can, or when the option is not one it reads.
+
+        Asked in the run's own process before anything is read or changed, for every option the
+        run holds (given now or remembered from an earlier run): a tool's problem is a usage
+        error, never a quarantined record. Asked on every run, an unchanged one included, so keep
+        it cheap (no heavy import): a problem only loading finds is a ``UsageError`` raised where
+        the format loads the tool.
+
+        Raises: nothing.
+        """
+        return None
 
     def not_records(self, path: str) -> str | None:
         """Optional: why the file at ``path`` holds no records, when this format knows it does not.

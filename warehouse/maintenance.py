@@ -27,13 +27,14 @@ def history(root: str | os.PathLike, *, format: str | None = None, out: IO[str] 
             storage_options: StorageOptions = None) -> list[dict] | None:
     """The warehouse snapshots of ``root``, oldest first: one dict each, with its integer ``snapshot`` (what
     ``as_of`` / ``--as-of`` take), ``time``, ``run_id``, ``operation`` (ingest, compact, upgrade), the files
-    ingested, replaced and pruned, rows added and removed per table, and each table's Delta ``versions``.
+    ingested, replaced and pruned, rows added and removed per table, each table's Delta ``versions``, and
+    ``readable``: false once `warehouse compact` deleted files the snapshot reads (``as_of`` cannot read it).
     With ``format`` (``table`` or ``json``): written to ``out`` (default stdout); returns None. ``root`` may be
     an ``s3://`` URL; ``storage_options`` add to and override the AWS environment (docs/storage.md)."""
     from . import remote
     from .errors import NotASnapshot
     from .storage import Store
-    from .views import read_existing_snapshot
+    from .views import read_existing_snapshot, readable_snapshots
 
     checks.choice(format, "format", HISTORY_FORMATS)
     root = checks.root(root)
@@ -44,17 +45,20 @@ def history(root: str | os.PathLike, *, format: str | None = None, out: IO[str] 
     except NotASnapshot:
         pass  # said below, with any other damaged one
     damaged: list = []
-    rows = [_entry(r) for r in store.snapshots(damaged)]
+    records = store.snapshots(damaged)
     for e in damaged:  # the others are listed: a damaged snapshot does not hide the history
         print(f"warning: {e}", file=sys.stderr, flush=True)
+    readable = readable_snapshots(store, records)
+    rows = [{**_entry(r), "readable": r.number in readable} for r in records]
     if format is None:
         return rows
     from .output import write_report
 
     cols = ["snapshot", "time", "operation", "files_ingested", "files_replaced", "files_pruned", "rows_added",
-            "rows_removed"]
+            "rows_removed", "readable"]
     write_report(rows, format, out, [(None, ["snapshot", "time", "operation", "ingested", "replaced", "pruned",
-                                             "rows in", "rows out"], [[_cell(r[c]) for c in cols] for r in rows])])
+                                             "rows in", "rows out", "readable"],
+                                      [[_cell(r[c]) for c in cols] for r in rows])])
     return None
 
 
@@ -73,28 +77,46 @@ def _cell(v: Any) -> Any:
     """A per-table count as its total over the data tables (the catalog's rows are files, not data)."""
     if isinstance(v, dict):
         return sum(n for t, n in v.items() if t != "sources")
+    if isinstance(v, bool):
+        return "yes" if v else "no"
     return v
 
 
 @dataclass
 class CompactSummary:
-    snapshot: int
+    snapshot: int | None  # None: nothing to merge or delete, so no snapshot was committed
     files_before: dict[str, int] = field(default_factory=dict)
     files_after: dict[str, int] = field(default_factory=dict)
     files_deleted: int = 0
     retention_hours: int = RETENTION_HOURS
+    #: symbolic links (or other non-files) in the table folders, relative to the root: never followed nor deleted
+    left_alone: list[str] = field(default_factory=list)
+
+    @property
+    def committed(self) -> bool:
+        return self.snapshot is not None
 
     def text(self) -> str:
         before, after = sum(self.files_before.values()), sum(self.files_after.values())
-        return (f"compacted into snapshot {self.snapshot}: {before} data files -> {after}; "
-                f"{self.files_deleted} files older than {self.retention_hours:g} h deleted")
+        if not self.committed:
+            text = (f"nothing to compact: {before} data files, none to merge and none replaced more than "
+                    f"{self.retention_hours:g} h ago; no snapshot committed")
+        else:
+            text = (f"compacted into snapshot {self.snapshot}: {before} data files -> {after}; "
+                    f"{self.files_deleted} files older than {self.retention_hours:g} h deleted")
+        if self.left_alone:
+            shown = ", ".join(self.left_alone[:5]) + (", ..." if len(self.left_alone) > 5 else "")
+            n = len(self.left_alone)
+            text += (f"; {n} symbolic link{'s' if n != 1 else ''} in table folders left alone ({shown}): compact "
+                     "never follows or deletes one; remove them, nothing of the warehouse is there")
+        return text
 
 
 def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, wait: bool = True,
             progress: bool = True, storage_options: StorageOptions = None) -> CompactSummary:
     """Merge the small files of every table and delete files replaced more than ``retention_hours``
     ago (never those of the latest snapshot, nor of the one before this compact); commits a
-    new snapshot. Holds the writer lock, as ``ingest`` does (``wait=False``: LockedError when held); on an
+    new snapshot, unless there was nothing to merge or delete (``summary.committed`` False). Holds the writer lock, as ``ingest`` does (``wait=False``: LockedError when held); on an
     ``s3://`` root that is its lease, and deltalake gets the resolved ``storage_options`` (docs/storage.md)."""
     from . import delta, remote
     from .commit import _sigint_deferred, repair
@@ -124,7 +146,7 @@ def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, 
         meta = delta.properties({"warehouse_run_id": run_id, "warehouse_snapshot": new.number,
                                  "warehouse_operation": "compact"})
         compacted = {}
-        with _sigint_deferred():
+        with _sigint_deferred() as committed:
             try:
                 for name in declared(record):  # a snapshot's other names keep their pins, untouched
                     pinned = record.tables[name]
@@ -140,10 +162,10 @@ def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, 
                         # the files of the snapshot before this compact are kept: a run that dies before the
                         # new snapshot is repaired to it, and connections opened on it keep working
                         store.check_lock()
-                        deleted = table.vacuum(retention_hours=retention_hours, enforce_retention_duration=False,
-                                               dry_run=False, full=True, keep_versions=[pinned["version"]],
-                                               commit_properties=meta)
+                        deleted, links = delta.vacuum(table, uri, retention_hours=retention_hours,
+                                                      keep_version=pinned["version"], commit_properties=meta)
                         summary.files_deleted += len(deleted)
+                        summary.left_alone += sorted(name if link == "." else f"{name}/{link}" for link in links)
                         table = delta.open_table(uri)
                     summary.files_after[name] = len(table.file_uris())
                     new.tables[name] = {**pinned, "version": table.version()}
@@ -151,8 +173,13 @@ def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, 
                     new.tables.setdefault(name, pinned)
                 new.did = {"files_compacted": compacted, "files_deleted": summary.files_deleted,
                            "retention_hours": retention_hours}
+                if not summary.files_deleted and all(new.tables[name]["version"] == pinned["version"]
+                                                     for name, pinned in record.tables.items()):
+                    summary.snapshot = None  # nothing merged or deleted: the latest snapshot still says it all
+                    return summary
                 store.check_lock()
                 store.write_snapshot(new)
+                committed(f"interrupted after the compaction was committed: the warehouse holds snapshot {new.number}")
             except LeaseLost:
                 raise  # the root is another run's now: it repairs the tables, not this one
             except BaseException:

@@ -3,15 +3,17 @@
 DuckDB itself turns every value into text, so every DuckDB type comes out valid
 in every format, as DuckDB writes it:
 
-* json, jsonl: ``to_json`` of each row. Nested values stay nested, JSON columns
+* json, jsonl: each row one object keyed by its column names (whatever they are;
+  repeated ones suffixed: a, a_1), each value as ``to_json`` writes it. Nested values stay nested, JSON columns
   are JSON (not strings holding JSON), HUGEINT and DECIMAL are exact numbers;
   intervals, blobs, times, UUIDs and the like are DuckDB's text. NaN and
   infinities, which JSON has no words for, become null.
 * csv: numbers and booleans as they are, everything else as DuckDB's text
   (``CAST AS VARCHAR``; nested values as JSON), written by pyarrow's CSV writer:
   text is quoted, NULL is an empty field, an empty string ``""``.
-* table: the same text, cut to fit, for the first ``max_rows`` rows; the rows
-  after them are counted, not kept, and a footer says how many there were.
+* table: the same text, for the first ``max_rows`` rows, fitted to the terminal's
+  width (``texttable``: long values cut, columns that do not fit left out and named);
+  the rows after them are counted, not kept, and a footer says how many there were.
 
 Results stream in Arrow batches: no format holds the whole result in memory.
 """
@@ -19,8 +21,8 @@ Results stream in Arrow batches: no format holds the whole result in memory.
 from __future__ import annotations
 
 import io
-import math
 import re
+import shutil
 import sys
 from typing import IO, Any
 
@@ -28,12 +30,16 @@ import duckdb
 import pyarrow as pa
 import pyarrow.csv as pcsv
 
+from . import texttable
 from .checks import SQL_FORMATS as FORMATS
+from .errors import QueryError
+from .texttable import CELL_WIDTH
+
 BATCH_ROWS = 8192
 #: rows the table format shows unless told otherwise
 TABLE_ROWS = 40
-#: characters of a table cell; longer text is cut with an ellipsis
-CELL_WIDTH = 60
+#: a table's width when stdout is no terminal (a file, a pipe); ``--max-width`` sets another
+PIPE_WIDTH = 120
 
 #: DuckDB type ids written as JSON text in csv and table cells
 NESTED = {"list", "array", "struct", "map", "union", "variant"}
@@ -60,8 +66,10 @@ def _text_query(result: duckdb.DuckDBPyRelation, width: int | None = None, keep=
     """One VARCHAR column per column of ``result``: DuckDB's text of each value, nested values as JSON.
 
     Columns are renamed positionally (``AS r(c0, c1, ...)``), so any names, duplicates
-    included, work; ``width`` cuts each text to that many characters plus one (to tell it was cut);
-    columns whose type id is in ``keep`` stay as they are.
+    included, work; ``width`` keeps of a longer text its first ``width`` characters plus one (to
+    tell it was cut) and its last ``width`` (a path is cut in its middle: ``texttable``), so a
+    table holds a bounded text per cell whatever the data; columns whose type id is in ``keep``
+    stay as they are.
     """
     aliases = [f"c{i}" for i in range(len(result.columns))]
     exprs = []
@@ -69,29 +77,108 @@ def _text_query(result: duckdb.DuckDBPyRelation, width: int | None = None, keep=
         if t.id in keep:
             exprs.append(alias)
             continue
-        e = f"to_json({alias})::VARCHAR" if t.id in NESTED else f"CAST({alias} AS VARCHAR)"
-        exprs.append(f"left({e}, {width + 1})" if width else e)
-    return result.query("r", f"SELECT {', '.join(exprs)} FROM r AS r({', '.join(aliases)})")
+        exprs.append(f"to_json({alias})::VARCHAR" if t.id in NESTED else f"CAST({alias} AS VARCHAR)")
+    text = f"SELECT {', '.join(exprs)} FROM r AS r({', '.join(aliases)})"
+    if width:
+        long = 2 * width + 1
+        cut = [f"CASE WHEN length({a}) > {long} THEN left({a}, {width + 1}) || '…' || right({a}, {width}) ELSE {a} END"
+               for a in aliases]
+        text = f"SELECT {', '.join(cut)} FROM ({text}) AS t({', '.join(aliases)})"
+    return result.query("r", text)
 
 
 def _json_query(result: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelation:
-    # to_json of the whole row: an object keyed by column name (DuckDB suffixes repeated names: a, a_1)
-    return result.query("r", "SELECT to_json(r)::VARCHAR FROM r")
+    """One VARCHAR column: each row as a JSON object keyed by column name, its values as ``to_json`` writes them.
+
+    The columns are renamed positionally and the keys written as string literals: a user's
+    column may be called anything (``r``, the row alias ``to_json(r)`` read before, or ``c0``).
+    """
+    aliases = [f"c{i}" for i in range(len(result.columns))]
+    pairs = [f"{_sql_string(key)}, {alias}" for key, alias in zip(json_keys(result.columns), aliases)]
+    return result.query("r", f"SELECT json_object({', '.join(pairs)})::VARCHAR FROM r AS r({', '.join(aliases)})")
 
 
-def write_result(result: duckdb.DuckDBPyRelation, fmt: str, out: IO[str], *, max_rows: int | None = TABLE_ROWS) -> int:
+def json_keys(names: list[str]) -> list[str]:
+    """Column names as keys of one JSON object: a repeated name is suffixed as DuckDB suffixes one
+    (a, a -> a, a_1), past any name already taken."""
+    taken: set[str] = set()
+    keys = []
+    for name in names:
+        key, n = name, 0
+        while key in taken:
+            n += 1
+            key = f"{name}_{n}"
+        taken.add(key)
+        keys.append(key)
+    return keys
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def table_width(out: IO[str], max_width: int | None = None) -> int | None:
+    """Columns a table's lines may take on ``out``: ``max_width`` (0: no limit), else the terminal's
+    width when ``out`` is one (as DuckDB's CLI does), else ``PIPE_WIDTH``."""
+    if max_width is not None:
+        return max_width or None
+    isatty = getattr(out, "isatty", None)
+    if isatty is not None and isatty():
+        return shutil.get_terminal_size().columns
+    return PIPE_WIDTH
+
+
+def write_result(result: duckdb.DuckDBPyRelation, fmt: str, out: IO[str], *, max_rows: int | None = TABLE_ROWS,
+                 max_width: int | None = None) -> int:
     """Write the rows of a query to ``out``; returns the number of rows.
 
     ``max_rows`` bounds the rows the table format shows (None: all); the others write every row.
+    ``max_width`` the table's line (``table_width``: default the terminal's width; 0 no limit).
+    A row DuckDB fails to compute (a failed cast) is a QueryError with DuckDB's message.
     """
     if fmt not in FORMATS:
         raise ValueError(f"unknown output format {fmt!r}; choose one of: {', '.join(FORMATS)}")
     names = list(result.columns)
     if fmt in ("json", "jsonl"):
-        return _write_json(_json_query(result), fmt, out)
-    if fmt == "csv":
-        return _write_csv(_text_query(result, keep=PLAIN), names, _json_text(result.types), out)
-    return _write_table(_text_query(result, CELL_WIDTH), names, _json_text(result.types), out, max_rows)
+        query = _json_query(result)
+        write = lambda: _write_json(query, fmt, out)
+    elif fmt == "csv":
+        query = _text_query(result, keep=PLAIN)
+        write = lambda: _write_csv(query, names, _json_text(result.types), out)
+    else:
+        query = _text_query(result, CELL_WIDTH)
+        write = lambda: _write_table(query, names, _json_text(result.types), out, max_rows, table_width(out, max_width))
+    try:
+        return write()
+    except duckdb.InterruptException:
+        raise
+    except duckdb.Error as e:  # met while computing the rows: a failed cast, an out-of-range value
+        raise QueryError(lines_of(str(e), query.sql_query(), result.sql_query())) from None
+
+
+#: where DuckDB's error context names the line of the statement it points into
+ERROR_LINE = re.compile(r"LINE (\d+):")
+
+
+def lines_of(message: str, ran: str, own: str) -> str:
+    """DuckDB's error ``message`` about ``ran``, a statement around the query ``own``, with its ``LINE n:``
+    counted in ``own`` as it was written (a one-line query's error is on LINE 1), the caret below
+    moved with it. A message about a line of ``ran`` outside ``own`` is left as it is."""
+    at = ran.find(own) if own else -1
+    if at < 0:
+        return message
+    before = ran.count("\n", 0, at)
+    lines = message.split("\n")
+    for i, line in enumerate(lines):
+        m = ERROR_LINE.match(line)
+        if m is None or int(m.group(1)) <= before:
+            continue
+        label = f"LINE {int(m.group(1)) - before}:"
+        lines[i] = label + line[m.end():]
+        if i + 1 < len(lines) and lines[i + 1].startswith(" "):  # the caret line, indented past the label
+            lines[i + 1] = lines[i + 1][len(m.group(0)) - len(label):] if len(label) < len(m.group(0)) \
+                else " " * (len(label) - len(m.group(0))) + lines[i + 1]
+    return "\n".join(lines)
 
 
 def _write_json(query: duckdb.DuckDBPyRelation, fmt: str, out: IO[str]) -> int:
@@ -139,7 +226,7 @@ def _write_csv(query: duckdb.DuckDBPyRelation, names: list[str], json_text: list
 
 
 def _write_table(query: duckdb.DuckDBPyRelation, names: list[str], json_text: list[bool], out: IO[str],
-                 max_rows: int | None) -> int:
+                 max_rows: int | None, width: int | None) -> int:
     shown: list[list[str | None]] = []
     n = 0
     for batch in query.to_arrow_reader(BATCH_ROWS):
@@ -148,37 +235,10 @@ def _write_table(query: duckdb.DuckDBPyRelation, names: list[str], json_text: li
             head = batch.slice(0, room)
             shown += [list(row) for row in zip(*(c.to_pylist() for c in _finite_cells(head, json_text)))]
         n += batch.num_rows  # the rest are counted only
-    out.write(render_table(names, shown, total=n))
+    out.write(texttable.render(names, shown, total=n, width=width,
+                               more_rows="use --format csv|json|jsonl for all, or --max-rows N",
+                               more_columns="SELECT the ones you want, or --max-width 0 for all"))
     return n
-
-
-def _cell_text(v: Any, width: int = CELL_WIDTH) -> str:
-    if v is None:
-        text = "NULL"
-    elif isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
-        text = str(v)
-    else:
-        text = str(v)
-    text = text.replace("\n", "\\n").replace("\t", " ")
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def render_table(names: list[str], rows: list[list[Any]], total: int | None = None) -> str:
-    """A plain aligned text table (cells cut at 60 characters; newlines shown as \\n).
-
-    With ``total`` larger than ``len(rows)``, the footer says how many rows there were and how to get them all.
-    """
-    cells = [[_cell_text(v) for v in row] for row in rows]
-    widths = [max([len(n)] + [len(r[i]) for r in cells]) for i, n in enumerate(names)]
-    line = lambda vals: "  ".join(v.ljust(w) for v, w in zip(vals, widths)).rstrip()
-    out = [line(names), line(["-" * w for w in widths])]
-    out += [line(r) for r in cells]
-    total = len(rows) if total is None else total
-    footer = f"({total} row{'s' if total != 1 else ''}"
-    if total > len(rows):
-        footer += f", {len(rows)} shown; use --format csv|json|jsonl for all, or --max-rows N"
-    out.append(footer + ")")
-    return "\n".join(out) + "\n"
 
 
 def write_report(report: Any, format: str, out: IO[str] | None,
@@ -192,6 +252,7 @@ def write_report(report: Any, format: str, out: IO[str] | None,
 
         out.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
         return
+    width = table_width(out)
     for i, (heading, names, rows) in enumerate(tables):
         out.write(("\n" if i else "") + (f"{heading}\n" if heading else ""))
-        out.write(render_table(names, rows))
+        out.write(texttable.render(names, rows, width=width, more_columns="--format json for all"))

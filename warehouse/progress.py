@@ -52,13 +52,22 @@ class QueryProgress:
     INTERVAL_S = 0.5
 
     def __init__(self, con, bar, label: str = "preparing"):
+        import duckdb
+
         self.con, self.bar, self.label = con, bar, label
-        self.active = True  # cleared once the work reports progress of its own
         self.start = time.monotonic()
         self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
         # DuckDB tracks a query's progress only with its progress bar on (printing it stays off: stdout is data)
-        con.execute("SET enable_progress_bar_print = false").fetchall()
-        con.execute("SET enable_progress_bar = true").fetchall()
+        try:
+            con.execute("SET enable_progress_bar_print = false").fetchall()
+            con.execute("SET enable_progress_bar = true").fetchall()
+        except duckdb.Error:
+            # In a Jupyter kernel DuckDB draws its bar as a widget and refuses to change its settings
+            # without ipywidgets (not in the notebooks extra): the bar goes without DuckDB's estimate.
+            self.active = False
+            return
+        self.active = True  # cleared once the work reports progress of its own
         self._thread = threading.Thread(target=self._run, name="query-progress", daemon=True)
         self._thread.start()
 
@@ -78,7 +87,8 @@ class QueryProgress:
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join()
+        if self._thread is not None:
+            self._thread.join()
 
 
 class IngestProgress:

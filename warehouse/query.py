@@ -74,6 +74,7 @@ def sql(
     *,
     format: str | None = None,
     max_rows: int | None = TABLE_ROWS,
+    max_width: int | None = None,
     out: IO[str] | None = None,
     as_of: int | None = None,
     storage_options: StorageOptions = None,
@@ -83,7 +84,8 @@ def sql(
     Without ``format``: the result of the last statement as a DuckDB relation (``.pl()``,
     ``.arrow()``, ``.fetchall()``; None for a statement without one). With ``format`` (one of
     ``SQL_FORMATS``): the result written to ``out`` (default stdout) as ``warehouse sql`` prints it,
-    the table format showing ``max_rows`` rows (0 or None: all); returns None. ``params`` fill ``?``
+    the table format showing ``max_rows`` rows (0 or None: all) in lines of at most ``max_width`` characters
+    (None: the terminal's width, or ``output.PIPE_WIDTH`` when ``out`` is not a terminal; 0: no limit); returns None. ``params`` fill ``?``
     (a sequence) or ``$name`` (a dict) placeholders. A query DuckDB rejects is a ``QueryError`` with
     its message (for a missing column, with the columns of the relation it names). ``as_of``: read
     warehouse snapshot N (``warehouse.history`` lists them), default the latest. ``root`` may be an
@@ -91,8 +93,8 @@ def sql(
     """
     checks.choice(format, "format", SQL_FORMATS)
     checks.count(max_rows, "max_rows", least=0, meaning=" (0: all)")
-    checks.count(as_of, "as_of", least=1)
-    con = open_existing(root, as_of, storage_options)
+    checks.count(max_width, "max_width", least=0, meaning=" (0: no limit)")
+    con = open_existing(root, checks.as_of(as_of), storage_options)
     try:
         try:
             relation = con.sql(query) if params is None else con.sql(
@@ -103,9 +105,9 @@ def sql(
             con = None  # not closed: the relation holds it, open, until the relation is gone
             return relation
         try:
-            write_result(relation, format, out or sys.stdout, max_rows=max_rows or None)
-        except duckdb.Error as e:  # met while computing the rows: a failed cast, an out-of-range value, a damaged table
-            raise damage_error(e, str(root)) or QueryError(str(e)) from None
+            write_result(relation, format, out or sys.stdout, max_rows=max_rows or None, max_width=max_width)
+        except QueryError as e:  # a row that fails: a failed cast, or a damaged table's view, said in its own line
+            raise damage_error(e, str(root)) or e from None
         return None
     finally:
         if con is not None:

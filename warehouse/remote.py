@@ -14,7 +14,9 @@ those deltalake, object_store and polars use (``aws_access_key_id``, ``aws_regio
 ``aws_endpoint_url``, ``aws_allow_http``, ...; case-insensitive, the ``aws_`` prefix
 optional); ``translate`` turns them into ``pyarrow.fs.S3FileSystem`` arguments. As
 object_store does, a plain-``http://`` endpoint is refused unless ``aws_allow_http``
-is true. Secret values never appear in a message (``scrub``).
+is true. No secret appears in a message (``redact``): not the secret options' values
+(given or from the environment), a URL's userinfo (an endpoint ``http://user:pw@host``),
+nor a signed URL's query parameters; a source or root URL carrying credentials is refused.
 
 **Listings.** A walk lists a prefix once (``list_tree``); what it saw is remembered
 in this process (``Listing``), so the catalog's checks (is this object unchanged, is
@@ -181,7 +183,7 @@ def translate(options: Mapping[str, str]) -> dict[str, Any]:
         scheme = endpoint.split("://", 1)[0].lower() if "://" in endpoint else "https"
         if scheme == "http" and not _true(options.get("aws_allow_http")):
             raise UsageError(
-                f"the endpoint {endpoint} is plain http: set AWS_ALLOW_HTTP=true (or --storage-option "
+                f"the endpoint {redact(endpoint, options)} is plain http: set AWS_ALLOW_HTTP=true (or --storage-option "
                 "aws_allow_http=true) to allow it, as deltalake and polars require too"
             )
         kwargs.update(endpoint_override=endpoint, scheme=scheme)
@@ -190,13 +192,52 @@ def translate(options: Mapping[str, str]) -> dict[str, Any]:
     return kwargs
 
 
-def scrub(text: str, options: Mapping[str, str]) -> str:
-    """``text`` with every secret value of ``options`` replaced by ``***``."""
-    for key in SECRETS:
-        value = options.get(key)
-        if value and len(value) >= 4:
-            text = text.replace(value, "***")
+#: the credentials a URL can carry: its userinfo (``scheme://user:password@host``) ...
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@'\"<>]*@")
+#: ... and a query parameter of a signed URL (``X-Amz-Signature``, ``X-Amz-Credential``, ``sig``, ``token``, ...)
+_SECRET_PARAMETER = re.compile(
+    r"(?i)([?&;][^=&\s'\"<>]*(?:signature|credential|security-token|token|secret|password|passwd|sig|key|auth)"
+    r"[^=&\s'\"<>]*=)[^&\s'\"<>]*")
+
+
+def redact(text: str, options: Mapping[str, str] | None = None) -> str:
+    """``text`` with no secret left in it: every URL's userinfo and every credential-like query parameter's
+    value, and every secret value of ``options`` (default: this process's resolved storage options,
+    the environment's included), replaced by ``***``. Every message that may name a URL or quote a
+    library goes through it (and the command line's ``error:`` line once more)."""
+    text = _USERINFO.sub(r"\1***@", text)
+    text = _SECRET_PARAMETER.sub(r"\1***", text)
+    if options is None:
+        try:
+            options = _resolved()
+        except UsageError:  # options that cannot be used: the ones given are still to be hidden
+            options = {**resolve(None), **(_options or {})}
+    for value in _secret_values(options):
+        text = text.replace(value, "***")
     return text
+
+
+def _secret_values(options: Mapping[str, str]) -> list[str]:
+    """The secret option values, and the password of the endpoint's userinfo (as given and decoded)."""
+    from urllib.parse import unquote, urlsplit
+
+    values = [options.get(key) or "" for key in SECRETS]
+    endpoint = options.get("aws_endpoint_url") or ""
+    try:
+        password = urlsplit(endpoint).password or ""
+    except ValueError:
+        password = ""
+    values += [password, unquote(password)]
+    return sorted({v for v in values if len(v) >= 4}, key=len, reverse=True)  # the longest first: no partial leftovers
+
+
+def no_credentials(url: str) -> None:
+    """UsageError for a URL carrying credentials (``s3://KEY:SECRET@bucket/...``): they would be part of every
+    path and message made from it, so they are never read from there."""
+    if "@" in split(url)[1]:
+        raise UsageError(f"{redact(url)}: credentials in a URL are not read (they would show in every path and "
+                         "message); give them as AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or "
+                         "--storage-option, and the URL as s3://BUCKET/PREFIX")
 
 
 # --- the file systems of this process ------------------------------------------------
@@ -241,9 +282,11 @@ def filesystem(url: str):
 
     scheme, bucket, key = split(url)
     if scheme not in SCHEMES:
-        raise UsageError(f"{url}: {scheme}:// is not supported; sources may be local paths or {', '.join(s + '://' for s in SCHEMES)} URLs")
+        raise UsageError(f"{redact(url)}: {scheme}:// is not supported; sources may be local paths or "
+                         f"{', '.join(s + '://' for s in SCHEMES)} URLs")
     if not bucket:
         raise UsageError(f"{url}: no bucket named (expected {scheme}://BUCKET/PREFIX)")
+    no_credentials(url)
     options = _resolved()
     cache_key = (scheme, tuple(sorted(options.items())))
     fs = _filesystems.get(cache_key)
@@ -269,7 +312,7 @@ def _first_line(e: BaseException, options: Mapping[str, str]) -> str:
     text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     text = text.split(": <?xml", 1)[0]  # obstore appends the response body (XML) to the status line
     text = re.sub(r"\s*\(Request ID: [^)]*\)", "", text)
-    return scrub(text, options)
+    return redact(text, options)
 
 
 #: where the libraries name the object a request was for: obstore ("for path K:"), pyarrow ("key 'K'")
@@ -292,7 +335,8 @@ def explain(url: str, e: BaseException, *, writing: bool = False) -> tuple[str, 
     text = str(e)
     url = _object_of(url, e)
     _, bucket, key = split(url)
-    endpoint = options.get("aws_endpoint_url") or "the provider's default endpoint"
+    endpoint = redact(options["aws_endpoint_url"], options) if options.get("aws_endpoint_url") else \
+        "the provider's default endpoint"
     check = WHAT_TO_CHECK_WRITING if writing else WHAT_TO_CHECK
     if "NO_SUCH_BUCKET" in text or "NoSuchBucket" in text:
         return "bucket", f"{url}: no such bucket {bucket!r} at {endpoint} (check the bucket name and AWS_ENDPOINT_URL)"
@@ -639,8 +683,9 @@ def _object_store(url: str):
 
     scheme, bucket, key = split(url)
     if scheme != "s3":
-        raise UsageError(f"{url}: a warehouse root on {scheme}:// is not supported; the root may be a local "
+        raise UsageError(f"{redact(url)}: a warehouse root on {scheme}:// is not supported; the root may be a local "
                          "directory or an s3:// URL (docs/storage.md)")
+    no_credentials(url)
     options = _resolved()
     kwargs: dict[str, Any] = {}
     pairs = {"aws_access_key_id": "access_key_id", "aws_secret_access_key": "secret_access_key",
@@ -728,6 +773,19 @@ def delete(path: str) -> None:
 
 
 def delete_object(url: str) -> None:
+    """Delete the object at ``url`` (one already gone is fine). On S3 through obstore: pyarrow's delete
+    keeps the folder the object was in by putting an empty ``folder/`` object there, which would stay
+    in a root after the run that wrote its only file was undone."""
+    if split(url)[0] == "s3":
+        import obstore
+
+        store, key = _object_store(url)
+        try:
+            obstore.delete(store, key)
+        except Exception as e:  # noqa: BLE001
+            if type(e).__name__ != "NotFoundError" or "NoSuchBucket" in str(e):
+                raise run_error(url, e, writing=True) from None
+        return
     fs, path = filesystem(url)
     try:
         fs.delete_file(path)

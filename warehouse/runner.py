@@ -30,9 +30,11 @@ from dataclasses import dataclass, field
 
 from . import damage, delta
 from .catalog import Catalog
-from .commit import Changes, CommitAhead, commit, repair
+from .checks import option
+from .commit import COMMITTED, Changes, CommitAhead, commit, repair
 from .delta import Damage
-from .discover import LoopSkipped, Unreachable, walk
+from .discover import Compressed, LoopSkipped, Unreachable, walk
+from .encodings import skipped_note
 from . import remote
 from .errors import (Interrupted, NotASnapshot, ObjectStoreError, StorageError, StrictModeError, UsageError,
                      WarehouseError)
@@ -43,7 +45,7 @@ from .progress import IngestProgress
 from .readers import inside
 from .registry import Registry
 from .storage import SnapshotRecord, Store, new_run_id
-from .views import NO_WAREHOUSE, PathFieldsAhead
+from .views import PathFieldsAhead, read_existing_snapshot
 from .summary import IngestSummary
 from .worker import BatchIngest, BatchResult, BatchSpec, WorkItem
 
@@ -101,7 +103,7 @@ def ingest(
     for p in paths:
         if p not in existing and not prune:
             what = "no object at or under it" if remote.is_url(p) else "no such file or directory"
-            raise UsageError(f"{p}: {what} (if it was ingested and is gone, --prune removes its rows)")
+            raise UsageError(f"{remote.redact(p)}: {what} (if it was ingested and is gone, --prune removes its rows)")
     store = Store(root)
     if "%" in str(store.root):
         raise UsageError(f"--root {root}: a path with '%' in it, which deltalake reads as an escape; choose another --root")
@@ -115,11 +117,10 @@ def ingest(
             _nothing_kept_unless_committed(store, run_id, created), ExitStack() as run_scoped:
         record, damaged = open_for_writing(store, say)
         catalog = Catalog() if "sources" in damaged else Catalog.load(store, record)
+        settings = _settings(record.settings, options or {}, ingestors)
         mending = damage.plan(store, record, damaged, catalog.rows, prune=prune) if damaged else damage.Mending()
         for line in mending.said():
             say(f"repairing: {line}")
-        # Options given now override the ones remembered from earlier runs.
-        settings = {**record.settings, **{k: v for k, v in (options or {}).items() if v is not None}}
         # Every JSON-looking file is looked at, claimed or not, so none is passed over silently.
         suffixes = tuple(sorted(set(JSON_SUFFIXES) | {s for i in ingestors for s in i.suffixes}))
         if format is not None:
@@ -183,8 +184,20 @@ def ingest(
         changes = Changes.of(run_id, results, gone, settings)
         changes.path_fields, changes.ahead, changes.mending = ahead, commit_ahead, mending
         summary.committed = commit(store, record, catalog, changes)
+    if not (summary.files_seen or summary.files_removed or summary.files_gone):
+        summary.notes.append(_nothing_found(paths, suffixes, root, made=not record.number))
     summary.seconds = time.monotonic() - t0
     return summary
+
+
+def _nothing_found(paths: Sequence[str], suffixes: Sequence[str], root: str, made: bool) -> str:
+    """What a run that found no file to look at did: a wrong PATH (or files of another kind) is seen at once.
+    The warehouse is made all the same: only ingest makes one, and a later run may fill it."""
+    kinds = " or ".join(", ".join(suffixes).rsplit(", ", 1))
+    found = f"no {kinds} file under {', '.join(paths)}"
+    if made:
+        return f"{found}: the warehouse at {root} was made, and is empty"
+    return f"{found}: nothing to add; the warehouse at {root} is unchanged"
 
 
 @dataclass
@@ -207,11 +220,19 @@ def _what_to_read(paths: Sequence[str], existing: list[str], store: Store, catal
     nbytes = 0
     seen: set[str] = set()
     unchanged: set[str] = set()
-    root_dir = None if store.remote else os.stat(store.root)  # a local root is never walked as a source
-    exclude = None if root_dir is None else (root_dir.st_dev, root_dir.st_ino)
+    # the root is never walked as a source, however it is reached: a local one by its inode, a remote one by its prefix
+    if store.remote:
+        exclude: tuple[int, int] | str = str(store.root)
+    else:
+        root_dir = os.stat(store.root)
+        exclude = (root_dir.st_dev, root_dir.st_ino)
+    compressed: list[str] = []
     for found in walk(existing, suffixes=suffixes, exclude=exclude):
         if isinstance(found, LoopSkipped):
             summary.notes.append(f"skipped {found.path}: directory already walked (symlink loop or alias of {found.target})")
+            continue
+        if isinstance(found, Compressed):
+            compressed.append(found.path)
             continue
         summary.files_seen += 1
         if isinstance(found, Unreachable):
@@ -236,6 +257,8 @@ def _what_to_read(paths: Sequence[str], existing: list[str], store: Store, catal
         if warm is not None and _pooled(len(work.items), nbytes):
             warm()
             warm = None
+    if compressed:
+        summary.notes.append(skipped_note(compressed))
     work.gone = catalog.gone(paths, seen)
     # Files built from a file that changed (or went) are ingested again too, walked or not.
     scheduled = {i.path for i in work.items}
@@ -394,6 +417,26 @@ def _said_os_error(store: Store, e: Exception, doing: str) -> None:
     raise StorageError(_storage_message(store, e, doing)) from None
 
 
+def _settings(remembered: dict, given: dict, ingestors: Sequence) -> dict:
+    """The run's options: the ones given now override the ones remembered from earlier runs, and
+    one given as False is forgotten. Each is one every format can use (``Ingestor.option_problem``):
+    a tool that cannot load is a usage error now, before anything is read or changed, never a
+    quarantined record; a remembered one says how to change or forget it."""
+    given = {k: v for k, v in given.items() if v is not None}
+    settings = {k: v for k, v in {**remembered, **given}.items() if v is not False}
+    for name, value in settings.items():
+        for ingestor in ingestors:
+            problem = ingestor.option_problem(name, value)
+            if problem is None:
+                continue
+            flag = option(name)
+            if name in given:
+                raise UsageError(f"{flag} {value}: {problem}")
+            raise UsageError(f"{flag} {value}, remembered from an earlier run: {problem}; give {flag} again with "
+                             f"another, or --no-{flag[2:]} to forget it")
+    return settings
+
+
 def open_for_writing(store: Store, say) -> tuple[SnapshotRecord, dict[str, Damage]]:
     """With the lock held, before a run writes: a root in the old layout converted (once), a damaged latest
     snapshot set aside, the tables checked (``damage.check``: what can be mended at once is) and repaired
@@ -467,7 +510,7 @@ def _no_interrupts():
 
 def _interrupted_state(store: Store, run_id: str) -> str:
     if _committed(store, run_id):
-        return "interrupted after the run was committed: the warehouse holds its rows"
+        return COMMITTED
     if not store.exists():
         return f"interrupted: nothing was written, there is no warehouse at {store.root}"
     return "interrupted: the warehouse is as it was before this run, nothing of the run was kept"
@@ -500,8 +543,8 @@ def tokenize(root: str, tokenizer: str, **options) -> IngestSummary:
     """
     remote.configure(options.get("storage_options"), new_run=True)  # before the root is read: it may be a URL
     store = Store(root)
-    if not store.exists() and not store.legacy():
-        raise UsageError(f"{root}: {NO_WAREHOUSE}")
+    if not store.legacy():  # none there: the StorageError every reading command gives (exit 1)
+        read_existing_snapshot(store, root)
     if store.legacy():  # the catalog is read before the ingest that would convert the root
         with store.lock(wait=options.get("wait", True), announce=say):
             open_for_writing(store, say)

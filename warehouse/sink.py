@@ -10,12 +10,14 @@ Each table gets one Parquet file per batch, named by the run and the batch.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import orjson
 import pyarrow as pa
 
 from . import remote
+from .errors import UsageError
 from .ingestor import Ingestor
 from .readers import RAW_LIMIT
 from .records import LOCATOR_LIMIT, Record, RecordContext, RecordError, short_locator, short_message, stable_id
@@ -99,6 +101,30 @@ class RecordSink:
         self.sources: list[dict] = []
         self.records_ingested = 0
         self.records_quarantined = 0
+        #: the tree each file of the batch was found under (``note_tree``), and whether it lies outside it
+        self._trees: dict[str, str] = {}
+        self._outside: dict[str, str | None] = {}
+
+    def note_tree(self, path: str, tree: str) -> None:
+        """``path`` was found under ``tree`` (the PATH given to ingest): what ``quarantine`` keeps of it depends on it."""
+        self._trees[path] = tree
+
+    def _outside_tree(self, path: str) -> str | None:
+        """The tree a file lies outside of, reached through a symbolic link leaving it; else None.
+
+        Such a file's bytes are never kept in ``quarantine.raw``: a link planted in a tree the user
+        ingests (``items/config.json -> ~/.aws/credentials``) must not copy a file of theirs into the
+        warehouse, on a shared root for everyone to read. Its records a format reads are the user's data
+        (scratch storage linked in) and land in the tables as any file's. Worked out only for a file
+        that is quarantined with its text (``realpath`` costs a system call per path segment)."""
+        if path not in self._outside:
+            tree = self._trees.get(path)
+            if tree is None or remote.is_url(path):
+                self._outside[path] = None
+            else:
+                top, real = os.path.realpath(tree), os.path.realpath(path)
+                self._outside[path] = None if real.startswith(os.path.join(top, "")) else tree
+        return self._outside[path]
 
     # --- what comes in ------------------------------------------------------------
 
@@ -114,6 +140,8 @@ class RecordSink:
         except RecordError as e:
             self.quarantine(path, ingestor.name, record, e, counts)
             return
+        except UsageError:  # a tool the run was given failed (ingestor.Ingestor.map): the run stops
+            raise
         except Exception as e:  # a mapping bug must not stop the run or lose the record
             err = RecordError(f"internal error in the {ingestor.name} mapping ({type(e).__name__}: {e}); please report it", stage="map")
             self.quarantine(path, ingestor.name, record, err, counts)
@@ -161,6 +189,11 @@ class RecordSink:
         if self.strict:
             raise StrictStop(StrictFailure(path, locator, err.stage, message))
         raw, raw_size = _raw_text(record)
+        outside = self._outside_tree(path) if raw is not None else None
+        if outside is not None:
+            raw = None
+            message = short_message(f"{err.message}; its text is not kept: the file lies outside {outside}, the "
+                                    "tree given to ingest (reached through a symbolic link)")
         row = {
             "source_path": path,
             "source_format": fmt,

@@ -25,6 +25,7 @@ import errno
 import os
 import re
 import secrets
+import stat
 import sys
 import time
 from contextlib import contextmanager
@@ -257,8 +258,12 @@ class Store:
 
     def write_snapshot(self, record: SnapshotRecord) -> None:
         """Commit ``record`` as snapshot ``record.number``: the warehouse's commit point."""
-        create_if_absent(self.state_dir / SNAPSHOTS / f"{record.number}.json",
-                         orjson.dumps(record.to_json(), option=orjson.OPT_INDENT_2))
+        not_a_link(self.state_dir)
+        try:
+            create_if_absent(self.state_dir / SNAPSHOTS / f"{record.number}.json",
+                             orjson.dumps(record.to_json(), option=orjson.OPT_INDENT_2))
+        except FileExistsError:
+            raise _committed_meanwhile(self, record.number) from None
 
     # --- tables ------------------------------------------------------------
 
@@ -304,7 +309,8 @@ class Store:
             self.root.mkdir(parents=True, exist_ok=True)  # (an error here names the root, not its state folder)
             try:
                 path.parent.mkdir(exist_ok=True)
-                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+                not_a_link(path.parent)
+                fd = _open_regular(path, os.O_RDWR | os.O_CREAT)
             except FileNotFoundError:  # the root was removed (forget) since mkdir: make it again
                 continue
             try:
@@ -320,20 +326,41 @@ class Store:
             if (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino):
                 break
             os.close(fd)
+        self._held = (held.st_dev, held.st_ino)
         try:
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"pid {os.getpid()} since {time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
             yield
         finally:
+            self._held = None
             try:
                 os.ftruncate(fd, 0)
             except OSError:
                 pass
             os.close(fd)  # closing releases the flock
 
+    #: (st_dev, st_ino) of the lock file this process holds, while it holds it
+    _held: tuple[int, int] | None = None
+
+    def _lock_is_ours(self) -> bool:
+        try:
+            now = os.stat(self.lock_path, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        return (now.st_dev, now.st_ino) == self._held
+
     def check_lock(self) -> None:
-        """Before each commit step: raise LeaseLost if this run no longer holds the lock. A local
-        lock (flock) is held until the process ends; a remote root's lease can be lost (``Lease``)."""
+        """Before each commit step: raise LeaseLost if this run no longer holds the lock. The flock is
+        held until the process ends, but on the file: one deleted or replaced at ``.warehouse/lock`` (by
+        hand) lets a second writer take a new one meanwhile, so the run stops before its next commit
+        step rather than commit over it. A remote root's lease can be lost too (``Lease``)."""
+        if self._held is not None and not self._lock_is_ours():
+            raise LeaseLost(
+                f"{self.root}: the lock file {self.lock_path} was deleted or replaced while this run held it, so "
+                "another writer may have started meanwhile: this run stopped before its next commit step, and "
+                "nothing of it was committed (the next run repairs the tables); run again, and never delete "
+                "the lock file while a writer runs"
+            )
 
     def _flock(self, fd: int, path: Path, wait: bool, announce) -> None:
         import fcntl  # POSIX only: imported here so reading a warehouse works where there is no fcntl (Windows)
@@ -374,7 +401,8 @@ class Store:
         folders this run created, from the root up to ``created``, as long as nothing else is in them."""
         if self.exists() or self.legacy():
             return
-        self.lock_path.unlink(missing_ok=True)
+        if self._held is None or self._lock_is_ours():  # never the lock file of a writer that came in meanwhile
+            self.lock_path.unlink(missing_ok=True)
         _rmdir_if_empty(self.state_dir / SNAPSHOTS)
         _rmdir_if_empty(self.state_dir)
         if created is None:
@@ -392,8 +420,10 @@ def create_if_absent(path: Path, data: bytes) -> None:
     and never replaces another (on object storage this is a conditional put).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
+    not_a_link(path.parent)
     tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
-    with open(tmp, "wb") as f:
+    tmp.unlink(missing_ok=True)  # a stale one of a dead run with this pid, or a link planted there (never followed)
+    with open(_open_regular(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL), "wb") as f:
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
@@ -402,6 +432,50 @@ def create_if_absent(path: Path, data: bytes) -> None:
     finally:
         tmp.unlink(missing_ok=True)
     fsync(path.parent)
+
+
+def not_a_link(path: Path) -> None:
+    """StorageError when ``path`` (a folder of the warehouse's own state) is a symbolic link: what the
+    warehouse writes there would land wherever it points."""
+    if os.path.islink(path):
+        raise _a_link(path)
+
+
+def _a_link(path: Path) -> StorageError:
+    try:
+        target = f" (to {os.readlink(path)})"
+    except OSError:
+        target = ""
+    return StorageError(f"{path}: is a symbolic link{target}; the warehouse never follows one in its own files "
+                        f"(it could point anywhere): remove it (rm {path}) and run again")
+
+
+def _open_regular(path: Path, flags: int) -> int:
+    """A file of the warehouse's own state opened without following a link at its name, refused when it
+    is not a regular file (a FIFO, a device): a link planted there (to a victim, or dangling) would have
+    the run truncate or create a file anywhere."""
+    try:
+        fd = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0), 0o644)
+    except OSError as e:
+        if e.errno == errno.ELOOP or os.path.islink(path):
+            raise _a_link(path) from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise StorageError(f"{path}: is not a regular file (a FIFO, socket or device?); remove it (rm {path}) "
+                           "and run again")
+    os.set_blocking(fd, True)
+    return fd
+
+
+def _committed_meanwhile(store: "Store", number: int) -> "LeaseLost":
+    """Snapshot ``number`` exists already: another writer committed it while this run held the lock (which
+    only a lock file deleted by hand, or a lease taken over, allows). The tables are that writer's now: no repair."""
+    return LeaseLost(
+        f"{store.root}: snapshot {number} was committed by another writer while this run held the lock (was "
+        f"{store.lock_path} deleted?); this run's snapshot was not written and nothing of it is in the warehouse "
+        "(the next run repairs the tables): run again"
+    )
 
 
 def snapshot_files(root: str | os.PathLike, *, as_of: int | None = None) -> dict[str, list[str]]:
@@ -449,8 +523,9 @@ def _now() -> float:
 
 
 class LeaseLost(LockedError):
-    """This run's lease on a remote root was taken over (it was not renewed in time): the run stops
-    before its next commit step, and the new holder repairs what it had committed."""
+    """This run no longer holds the root: its lease on a remote root was taken over (it was not renewed in
+    time), or a local lock file was deleted or replaced under it. The run stops before its next commit
+    step, and repairs nothing (the root may be another writer's now: the next run repairs)."""
 
 
 class Lease:
@@ -461,12 +536,15 @@ class Lease:
 
     * taking it: create the object if there is none (``If-None-Match: *``), else replace a
       released or expired lease only if it is still the version read (``If-Match: <ETag>``);
-      of two takers of one stale lease exactly one succeeds;
+      of two takers of one stale lease exactly one succeeds. Expired: past its expiry, or seen
+      unchanged for longer than ``LEASE_SECONDS`` by the taker's clock (``_unrenewed``: an
+      expiry decades ahead, from a writer with a wrong clock, must not hold the root for ever);
     * renewing (a thread, every third of ``LEASE_SECONDS``, and before each commit step:
       ``check``): replace it only if it is still the version this run last wrote;
     * releasing: replace it with a released lease, on the same condition. The object stays:
       object_store (obstore) has no conditional delete, and an unconditional one could delete
-      the lease of a writer that took over meanwhile.
+      the lease of a writer that took over meanwhile. Only a run that leaves no warehouse deletes
+      it (``forget``), right after renewing it: nobody can take it over for ``LEASE_SECONDS`` then.
 
     A renewal that finds another version means the lease was taken over: ``lost`` says by
     whom, and ``check`` raises LeaseLost.
@@ -481,6 +559,8 @@ class Lease:
         self.e_tag: str | None = None
         self.lost: str | None = None  # who holds it now, once a renewal found it taken over
         self._mutex = threading.Lock()  # the renewing thread and check() take turns
+        #: another writer's lease as this one last read it (bytes and ETag), and since when it has not changed
+        self._watched: tuple[tuple[bytes, str | None], float] | None = None
 
     def _body(self, **extra) -> bytes:
         return orjson.dumps({**self.me, "expires": _now() + LEASE_SECONDS, **extra})
@@ -498,13 +578,24 @@ class Lease:
         if self._adopt(found):
             return None
         other = _parse_lease(found[0])
-        if other.get("released") or other.get("expires", 0) < _now():
-            # A released lease, or one past its expiry (its writer stopped renewing: it died). Take it over.
+        if other.get("released") or other.get("expires", 0) < _now() or self._unrenewed(found):
+            # A released lease, or one its writer stopped renewing (it died). Take it over.
             if self.take(found[1]):
                 return None
             found = remote.read_versioned(self.url)  # another taker won: say who holds it now
             other = _parse_lease(found[0]) if found else {}
         return other
+
+    def _unrenewed(self, found: tuple[bytes, str | None]) -> bool:
+        """The lease as read has not changed for longer than a lease lasts, by this writer's own clock.
+
+        A lease's expiry is the holder's clock's: a writer whose clock is decades fast writes a lease
+        that never expires by ours, and would block every writer for ever. A live holder renews every
+        third of ``LEASE_SECONDS``, whatever its clock, so a lease unchanged for longer is nobody's."""
+        now = _now()
+        if self._watched is None or self._watched[0] != found:
+            self._watched = (found, now)
+        return now - self._watched[1] > LEASE_SECONDS
 
     def take(self, e_tag: str | None) -> bool:
         """Replace the lease read as version ``e_tag`` with ours; False when it changed since."""
@@ -556,11 +647,47 @@ class Lease:
                 "another writer; nothing of this run was committed (the new holder repairs the tables): run again"
             )
 
+    def forget(self) -> None:
+        """Delete the lease, if it is still ours: renewed first, so for ``LEASE_SECONDS`` nobody can have
+        taken it over, and the unconditional delete is of this run's lease. Nothing is renewed or
+        released after it (a writer waiting creates its own)."""
+        with self._mutex:
+            if self.lost is None:
+                self.lost = self._replace(self._body())
+            if self.lost is None:
+                remote.delete_object(self.url)
+                self.lost = "nobody (this run deleted it, leaving no warehouse)"
+
     def release(self) -> None:
         """Mark the lease released, if it is still ours (taken over at the very end, it is the new holder's)."""
         with self._mutex:
             if self.lost is None:
                 self._replace(self._body(released=True, expires=0))
+
+
+def _holder(lease: dict) -> str:
+    """Who holds a lease and until when, as a message says it; an expiry further ahead than a lease
+    lasts is said to be wrong (the holder's clock, or a lease written by hand)."""
+    holder, expires = lease.get("holder", "another writer"), lease.get("expires", 0)
+    try:
+        when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(expires))
+    except (OverflowError, OSError, ValueError):
+        when = f"at {expires!r}"
+    ahead = expires - _now()
+    if ahead <= LEASE_SECONDS + LEASE_POLL_SECONDS:
+        return f"{holder}, lease expires {when}"
+    return (f"{holder}, lease expires {when}: {_span(ahead)} ahead, more than a lease lasts ({LEASE_SECONDS:g} s), so "
+            "the holder's clock is wrong or the lease was written by hand; it is taken over once it has not "
+            "changed for that long")
+
+
+def _span(seconds: float) -> str:
+    if seconds >= 1000 * 365 * 86400:
+        return "over 1,000 years"
+    for unit, size in (("years", 365 * 86400), ("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds >= 2 * size:
+            return f"{seconds / size:.0f} {unit}"
+    return f"{seconds:.0f} s"
 
 
 def _parse_lease(data: bytes) -> dict:
@@ -641,8 +768,11 @@ class RemoteStore(Store):
         return str(dst)
 
     def write_snapshot(self, record: SnapshotRecord) -> None:
-        remote.create_object(self.state_dir / SNAPSHOTS / f"{record.number}.json",
-                             orjson.dumps(record.to_json(), option=orjson.OPT_INDENT_2))
+        try:
+            remote.create_object(self.state_dir / SNAPSHOTS / f"{record.number}.json",
+                                 orjson.dumps(record.to_json(), option=orjson.OPT_INDENT_2))
+        except FileExistsError:
+            raise _committed_meanwhile(self, record.number) from None
 
     # --- tables ------------------------------------------------------------
 
@@ -687,11 +817,12 @@ class RemoteStore(Store):
         lease = Lease(self.lock_path, str(self.root))
         announced = False
         while (other := lease.try_take()) is not None:
-            holder = other.get("holder", "another writer")
+            holder = _holder(other)
             if not wait:
                 raise LockedError(
-                    f"{self.root} is being written by {holder}; run again once it has finished, "
-                    "or without --no-wait to wait for it"
+                    f"{self.root} is being written by {holder}; run again once it has finished, or without "
+                    f"--no-wait to wait for it (a lease nobody renews is taken over after {LEASE_SECONDS:g} s; if "
+                    f"no writer runs, `aws s3 rm {self.lock_path}` clears it)"
                 )
             if announce and not announced:
                 announce(f"waiting for the ingest holding {self.lock_path} ({holder}) to finish...")
@@ -735,4 +866,7 @@ class RemoteStore(Store):
                     remote.delete_object(f"{d}/{name}")
 
     def forget(self, *, created: str | None) -> None:
-        pass  # a prefix is no folder: a run that committed nothing leaves no object behind
+        """After a run that committed nothing into a root with no warehouse: its lease deleted, as a local
+        root's lock file is (the run's files are gone already, ``discard_run``; a prefix is no folder)."""
+        if self._lease is not None and not self.exists():
+            self._lease.forget()

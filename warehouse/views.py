@@ -230,6 +230,9 @@ class Snapshot:
 def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None, threads: int | None = None,
                   storage_options: StorageOptions = None) -> tuple[duckdb.DuckDBPyConnection, Snapshot]:
     """``connect(root, as_of=...)`` and the snapshot the connection reads."""
+    from . import checks
+
+    as_of = checks.as_of(as_of)
     remote.configure_for(root, storage_options)
     store = Store(root)
     record = read_existing_snapshot(store, root, as_of)
@@ -356,18 +359,50 @@ def pinned_files(store: Store, record: SnapshotRecord, schemas: dict | None = No
     return out
 
 
+def readable_snapshots(store: Store, records: list[SnapshotRecord] | None = None) -> set[int]:
+    """The numbers of the snapshots (of ``records``, default all the readable ones) whose files are all still
+    there: `warehouse compact` deletes the files only older snapshots read. Each table's log is read
+    forward once, and each file looked for once, however many snapshots pin it. A snapshot pinning a
+    version of a table made again after it (its log lost: ``delta.made_after``) is not readable either."""
+    records = store.snapshots([]) if records is None else records
+    pinned: dict[str, set[int]] = {}
+    for record in records:
+        for name in declared(record):
+            pinned.setdefault(name, set()).add(record.tables[name]["version"])
+    there: dict[str, bool] = {}
+
+    def all_there(files: list[str] | None) -> bool:
+        if files is None:
+            return False
+        for f in files:
+            if f not in there:
+                there[f] = remote.exists(f)
+            if not there[f]:
+                return False
+        return True
+
+    ok = {(name, v): all_there(files) for name, versions in pinned.items()
+          for v, files in delta.live_files_by_version(store.table_uri(name), versions).items()}
+    made_by: dict[tuple[str, int], int | None] = {}  # the snapshot that committed each version, read once
+
+    def pinned_ok(record: SnapshotRecord, name: str) -> bool:
+        v = record.tables[name]["version"]
+        if not ok[name, v]:
+            return False
+        if (name, v) not in made_by:
+            made_by[name, v] = delta.made_after(store.table_uri(name), v, -1)
+        return made_by[name, v] is None or made_by[name, v] <= record.number
+
+    return {r.number for r in records if all(pinned_ok(r, name) for name in declared(r))}
+
+
 def readable_hint(store: Store) -> str:
     """Which snapshots can still be read (their files all there), for messages about one that cannot."""
+    records = store.snapshots([])
+    good = readable_snapshots(store, records)
     readable = []
-    for record in reversed(store.snapshots([])):
-        try:
-            ok = all(remote.exists(f) for name in declared(record)
-                     for f in delta.live_files(store.table_uri(name), record.tables[name]["version"])) and not any(
-                delta.made_after(store.table_uri(name), record.tables[name]["version"], record.number)
-                for name in declared(record))
-        except Exception:
-            ok = False
-        if not ok:
+    for record in reversed(records):
+        if record.number not in good:
             break
         readable.append(record.number)
     if not readable:

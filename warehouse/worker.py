@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 
 from .delta import Part
 from .dependencies import DependsOn
+from .encodings import what_it_is
+from .errors import UsageError
 from .ingestor import JSON_SUFFIXES, Ingestor
 from . import remote
 from .readers import BOM, RAW_LIMIT, SourceFile, open_source
@@ -164,6 +166,7 @@ class BatchIngest:
         except OSError as e:
             self._unreadable(path, e, counts)
             return
+        self.sink.note_tree(path, src.tree)
         if item.chunk is not None:
             with src:
                 self._chunk(item, src, counts)
@@ -176,6 +179,14 @@ class BatchIngest:
                 return
             if not spec.forced_format and src.size <= len(src.head) and not src.head.removeprefix(BOM).strip():
                 self._empty(path, src, counts)
+                return
+            not_text = what_it_is(src.head)
+            if not_text is not None:  # compressed, or UTF-16: no format reads it, and none should try
+                self.sink.quarantine(path, spec.forced_format, Record("", raw=src.head[:RAW_LIMIT], raw_size=src.size),
+                                     RecordError(not_text, stage="decode"), counts)
+                self._catalog(path, spec.forced_format, src.sha256(), src.size, src.mtime_ns, counts, "unrecognised",
+                              src.dependencies, src.tree)
+                self.progress(1, src.size)
                 return
             if spec.forced_format:
                 ingestor = self.by_name[spec.forced_format]
@@ -287,7 +298,7 @@ class BatchIngest:
             for record in ingestor.records(src):
                 last = record.locator
                 self.sink.record(path, ingestor, record, counts)
-        except StrictStop:
+        except (StrictStop, UsageError):  # a tool the run was given failed: no fault of the file
             raise
         except OSError as e:
             self.sink.quarantine(path, ingestor.name, Record(""), RecordError(f"read failed: {e}", stage="read"), counts)

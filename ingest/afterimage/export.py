@@ -97,4 +97,5 @@ EXPORT = kit.ExportFormat(
     "AfterImage JSONL: one EvaluatedConversationWithContext row per response, as JSONLStorage writes them",
     directory=False,
     write=write,
+    suffixes=(".jsonl",),  # JSON Lines: a .json file is read as one document
 )

@@ -18,18 +18,29 @@ from __future__ import annotations
 import re
 
 _DOCUMENT = re.compile(rb'"shebang"\s*:\s*"dataloop"')
-_PLATFORM = re.compile(rb'"shebang"\s*:\s*\{\s*"dltype"\s*:')
+_PLATFORM = re.compile(rb'"shebang"\s*:\s*\{\s*"dltype"\s*:\s*"([^"\\]*)"')
+#: a document's declared type: the first ``dltype`` key (its ``metadata`` comes before its content)
+_DLTYPE = re.compile(rb'(?<!\\)"dltype"\s*:\s*"([^"\\]*)"')
 
 PROMPT = "prompt"
 LLM_TRACE = "llm_trace"
+#: the item types this format reads; a Dataloop file of another (``PCDFrames``: a LiDAR scene, ``link``,
+#: ``filter``) holds no responses, and is left to the other formats like any file not of theirs
+READ = (PROMPT, LLM_TRACE)
 
 
 def is_document(head: bytes) -> bool:
-    return _DOCUMENT.search(head) is not None
+    """A Dataloop document of a type this format reads (an llm_trace document may declare none)."""
+    if _DOCUMENT.search(head) is None:
+        return False
+    declared = _DLTYPE.search(head)
+    return declared is None or declared.group(1).decode("utf-8", "replace") in READ
 
 
 def is_platform_item(head: bytes) -> bool:
-    return _PLATFORM.search(head) is not None
+    """The platform's item JSON of an item of a type this format reads."""
+    found = _PLATFORM.search(head)
+    return found is not None and found.group(1).decode("utf-8", "replace") in READ
 
 
 def is_platform_value(obj: dict) -> bool:

@@ -136,4 +136,5 @@ EXPORT = kit.ExportFormat(
     "Scale GenAI JSON: the Tasks, Threads and Turns the responses came from (a JSON array; JSON Lines for *.jsonl)",
     directory=False,
     write=write,
+    suffixes=(".json", ".jsonl"),
 )

@@ -12,11 +12,13 @@ Path-derived fields (experiment, prompt set, ...) are computed in SQL
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from warehouse.ingestor import FastResult, Ingestor, exporter_in
 from warehouse.readers import BOM, SourceFile, json_document_records
 from warehouse.records import Mapped, Record, RecordContext
 
+from .. import tokenizers
 from . import kinds, schema
 from .annotations import annotation_records, map_annotations
 from .user_prompts import USER_PROMPTS_SQL
@@ -54,10 +56,19 @@ class TraitInterp(Ingestor):
             return False
         if any(marker in head for marker in _FOREIGN):
             return False
-        return b'"response"' in head and (b'"prompt"' in head or b'"question"' in head)
+        if not (b'"response"' in head and (b'"prompt"' in head or b'"question"' in head)):
+            return False
+        # The keys of the record itself, not deeper: a layer-profiling result has prompt and response
+        # objects of statistics under each layer, and is no response
+        keys = kinds.record_keys(head)
+        return "response" in keys and ("prompt" in keys or "question" in keys)
 
     def not_records(self, path: str) -> str | None:
         return kinds.not_records(path)
+
+    def option_problem(self, name: str, value: Any) -> str | None:
+        # annotation files re-tokenize responses without stored tokens (annotation_targets.py)
+        return tokenizers.problem(value) if name == "tokenizer" else None
 
     def records(self, src: SourceFile) -> Iterator[Record]:
         # The file's kind is decided here, once (by its path, or its content for an annotation file

@@ -91,7 +91,7 @@ class Resolver:
         self._array = value if isinstance(value, list) else [value]
 
     def _array_target(self, idx: Any) -> Target:
-        index = _as_index(idx)
+        index = as_index(idx)
         locator = f"[{index}]" if index is not None else f"[{idx!r}]"
         t = Target(stable_id(self.location, locator) if index is not None else None, where(self.location, locator))
         if index is None:
@@ -154,7 +154,8 @@ class Resolver:
             t.no_tokens = "the response has no stored tokens; ingest with --tokenizer DIR for token ranges"
 
 
-def _as_index(idx: Any) -> int | None:
+def as_index(idx: Any) -> int | None:
+    """The response position or prompt id an entry's ``idx`` names when it is an integer (``"35"`` too)."""
     if isinstance(idx, bool):
         return None
     if isinstance(idx, int):

@@ -145,7 +145,22 @@ def map_annotations(record: Record, ctx: RecordContext) -> Mapped:
     # (In the dense form an empty list is only a placeholder for an unannotated response.)
     if note is not None or rest or (not rows and form != "dense"):
         rows.append(_response_row(ctx, target, note=note, extra=rest))
+    written = _entry_key(form, record.value)
+    for row in rows:
+        row["entry_key"] = written
     return {"annotations": rows}
+
+
+#: the keys an entry of the unified form names its response with (the export writes every span form as
+#: unified; the others name it by position, by ``response_idx`` or by an object key)
+_ENTRY_KEYS = {"unified": ("idx", "id")}
+
+
+def _entry_key(form: str, entry: Any) -> dict | None:
+    """The entry's own name for its response, as written (``schema.ENTRY_KEY``)."""
+    if not isinstance(entry, dict):
+        return None
+    return {k: entry[k] for k in _ENTRY_KEYS.get(form, ()) if k in entry} or None
 
 
 def _set_row(root: dict, env: dict) -> dict:

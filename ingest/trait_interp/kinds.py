@@ -32,7 +32,7 @@ KIND = "kind"
 #: file, in several patterns: ~0.1 CPU-s per 20,000 files); each is asked only when the path holds a
 #: literal every match of it holds (a substring test, far cheaper): ``_search``.
 _PROMPT_SET_DIRS = re.compile(r"(?:^|/)(?:datasets/inference|inference/prompts|analysis/steering/prompts)/")
-_STEERING_QUESTIONS = re.compile(r"(?:^|/)datasets/traits/.+/steering\.json$")
+_STEERING_QUESTIONS = re.compile(r"(?:^|/)datasets/traits/.+/steering\.json$", re.DOTALL)  # a name may hold a newline
 _ANNOTATION_SUFFIX = re.compile(r"_annotations(?:_chars|_tokens)?\.json$")
 #: keys only annotation files have (a key, not text inside a string: no backslash before the quote)
 _ANNOTATION_CONTENT = re.compile(rb'(?<!\\)"(?:response_source|detailed_annotations)"\s*:')
@@ -65,6 +65,23 @@ def kind_of_path(path: str) -> str:
     return RESPONSES
 
 
+def record_keys(head: bytes) -> set[str]:
+    """The keys of a file's first record as far as its first bytes show them: the top-level object's,
+    or the first element's of a top-level array (the shapes of a response file)."""
+    import ijson  # a C parser; imported here, for the few files their path does not decide
+
+    keys: set[str] = set()
+    try:  # text that is not UTF-8 is the record path's to report (decode stage), not a reason to look away
+        for prefix, event, value in ijson.parse(head.decode("utf-8", "replace").encode()):
+            if event == "map_key" and prefix in ("", "item"):
+                keys.add(value)
+            elif event == "end_map" and prefix in ("", "item"):
+                break  # the first record is whole
+    except ijson.JSONError:  # the head ends mid-file, or is no JSON
+        pass
+    return keys
+
+
 def responses_dir_of_metadata(path: str) -> str:
     """The directory of response files a generation-parameters file describes."""
     d = os.path.dirname(path)
@@ -79,7 +96,7 @@ def in_experiments_tree(path: str) -> bool:
 
 # Files trait-interp writes beside its records that hold none (NOTES.md, "Exact paths"):
 # catalogued with the reason, never quarantined, so --strict passes over them.
-_STEERING_RESULTS = re.compile(r"(?:^|/)experiments/[^/]+/steering/(?:.+/)?results\.jsonl?$")
+_STEERING_RESULTS = re.compile(r"(?:^|/)experiments/[^/]+/steering/(?:.+/)?results\.jsonl?$", re.DOTALL)
 _EXPERIMENT_CONFIG = re.compile(r"(?:^|/)experiments/[^/]+/config\.json$")
 
 

@@ -15,7 +15,12 @@ SPAN_COLUMNS: tuple[Column, ...] = (
     C("prompt_tokens", I64, "prompt length in tokens under the tokenization used: absolute index = prompt_tokens + token_start"),
 )
 
-COLUMNS = {"annotations": SPAN_COLUMNS}
+#: how an annotation entry names the response it annotates, as written: trait-interp's reader compares an
+#: ``idx`` strictly (``"35"`` is not ``35``), so an export gives it back in its own key and JSON type
+ENTRY_KEY = J("entry_key", "the annotation entry's own name for its response, as written (`{\"idx\": \"35\"}`; "
+              "trait-interp's unified form): an export writes it back in this key and JSON type")
+
+COLUMNS = {"annotations": (*SPAN_COLUMNS, ENTRY_KEY)}
 
 PROMPTS = Table(
     "prompts",

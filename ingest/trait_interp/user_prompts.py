@@ -13,6 +13,6 @@ FROM responses AS r JOIN prompts AS p
 WHERE r.pipeline = 'inference' AND r.response_id IN (SELECT response_id FROM selected)
 QUALIFY row_number() OVER (
     PARTITION BY r.response_id
-    ORDER BY starts_with(p.source_path, regexp_extract(r.source_path, '^(.*/)experiments/', 1)) DESC,
+    ORDER BY starts_with(p.source_path, regexp_extract(r.source_path, '(?s)^(.*/)experiments/', 1)) DESC,
              p.source_path, p.source_locator) = 1
 """

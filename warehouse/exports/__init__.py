@@ -62,6 +62,9 @@ class ExportFormat:
     description: str
     directory: bool  # writes a directory (else a single file)
     write: Callable[[ExportContext], int]  # returns how many responses it wrote
+    #: what a single file's --out must end with to be read back by ``warehouse ingest``, which tells a
+    #: source format's files by their extension (a source format's file; empty: any name)
+    suffixes: tuple[str, ...] = ()
 
 
 @dataclass
@@ -164,6 +167,11 @@ def export(
         raise UsageError(f"--out {out}: exists; remove it, choose another path, or pass --overwrite")
     if os.path.isdir(out) and not spec.directory:
         raise UsageError(f"--out {out}: is a directory; the {fmt} format writes one file")
+    if spec.suffixes and not out.lower().endswith(spec.suffixes):
+        named = " or ".join(spec.suffixes)
+        name = os.path.splitext(os.path.basename(out))[0] + spec.suffixes[0]
+        raise UsageError(f"--out {out}: `warehouse ingest` reads the {fmt} format back only from a name ending in "
+                         f"{named} (it tells formats by the extension); name it {name}")
     if not MEMORY_SIZE.fullmatch(memory_limit.strip()):
         raise UsageError(f"--memory-limit {memory_limit!r}: not a memory size (give e.g. 1GB, 512MB)")
     t0 = time.monotonic()

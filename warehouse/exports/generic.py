@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
+from ..output import finite_json
 from . import kit
 from .kit import ExportContext, ExportFormat
 
@@ -65,7 +66,7 @@ def write_jsonl(ctx: ExportContext) -> int:
         for lo, hi in kit.windows(total):
             window = kit.window_sql(lo, hi, {t: t for t in nested}, select=f"s.* EXCLUDE (n), {lists}")
             lines = ctx.con.sql(f"SELECT to_json(x)::VARCHAR AS line FROM ({window}) AS x").to_arrow_table().column(0).to_pylist()
-            f.write("\n".join(lines))
+            f.write(finite_json("\n".join(lines)))  # to_json writes NaN bare: null, as `warehouse sql --format json`
             f.write("\n")
             n += len(lines)
             ctx.progress(n)

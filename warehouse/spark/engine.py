@@ -30,8 +30,10 @@ import os
 import re
 import secrets
 import sys
+import warnings
 from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 
 from ..errors import UsageError, WarehouseError
 from ..worker import BatchIngest, BatchResult, BatchSpec, ProgressFn
@@ -39,6 +41,14 @@ from ..worker import BatchIngest, BatchResult, BatchSpec, ProgressFn
 #: batches waiting or running per task slot: enough to keep every slot busy, few enough that a
 #: large file's pieces are scanned while the first ones are ingested
 JOBS_PER_SLOT = 2
+
+
+#: how long the driver tries to reach a ``spark://`` master before starting Spark, which would try
+#: for a minute and then fail with a traceback
+MASTER_CONNECT_SECONDS = 10
+#: a file Spark's own output is appended to (its JVM's log4j lines and warnings, the tasks' Python
+#: workers' stderr); without it that output is kept out of sight, in an unnamed temporary file
+LOG_VARIABLE = "WAREHOUSE_SPARK_LOG"
 
 
 def session(master: str | None = None):
@@ -49,16 +59,7 @@ def session(master: str | None = None):
     # the thread's active session, else the process's (made in another thread)
     existing = SparkSession.getActiveSession() or getattr(SparkSession, "_instantiatedSession", None)
     if existing is None:
-        builder = SparkSession.builder.appName("warehouse ingest").config("spark.ui.showConsoleProgress", "false")
-        if master:
-            builder = builder.master(master)
-        launched_by_spark_submit = "PYSPARK_GATEWAY_PORT" in os.environ
-        if (master or "local").startswith("local") and not launched_by_spark_submit \
-                and "PYSPARK_PYTHON" not in os.environ:
-            # Local tasks run this interpreter (where the project is installed), not `python3` of PATH.
-            builder = builder.config("spark.pyspark.python", sys.executable)
-        existing = builder.getOrCreate()
-        existing.sparkContext.setLogLevel("ERROR")  # stderr is for the run's own progress and summary
+        existing = _start(master)
     running = existing.sparkContext.master
     if master and running != master:
         raise UsageError(
@@ -66,6 +67,114 @@ def session(master: str | None = None):
             "leave out --spark-master to use it, or run in a new process"
         )
     return existing
+
+
+def _start(master: str | None):
+    """A new SparkSession, whose JVM writes its output into ``SparkLog`` instead of the user's terminal:
+    stderr is for the run's own progress and summary, and any fault is one line."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+    from pyspark.sql import SparkSession
+
+    conf = SparkConf().setAppName("warehouse ingest").set("spark.ui.showConsoleProgress", "false")
+    if master:
+        conf.setMaster(master)
+    launched_by_spark_submit = "PYSPARK_GATEWAY_PORT" in os.environ
+    python = {}
+    if (master or "local").startswith("local") and not launched_by_spark_submit \
+            and "PYSPARK_PYTHON" not in os.environ:
+        # Local tasks run this interpreter (where the project is installed), not `python3` of PATH: a
+        # venv's `warehouse` run by its full path (pipx, cron) has no python of its own on PATH.
+        # PySpark reads PYSPARK_PYTHON (not spark.pyspark.python) as the context starts.
+        python = {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+        conf.set("spark.pyspark.python", sys.executable).set("spark.pyspark.driver.python", sys.executable)
+    if master and master.startswith("spark://"):
+        _reach(master)
+    log = SparkLog.open()
+    jvm_started = launched_by_spark_submit
+    try:
+        with _environment(python), warnings.catch_warnings():
+            # pyspark's check of the pandas version warns when pandas is newer than it was tested with
+            warnings.filterwarnings("ignore", "PySpark does not yet fully support", FutureWarning)
+            gateway = None if launched_by_spark_submit else launch_gateway(
+                conf, popen_kwargs={"stdout": log.file, "stderr": log.file})
+            jvm_started = True
+            context = SparkContext(conf=conf, gateway=gateway)
+        if log.path is None:
+            context.setLogLevel("ERROR")  # (what nobody will read need not be written)
+        # (a standalone master that never took the application: Spark stopped the context, this fails)
+        return SparkSession.builder.getOrCreate()
+    except Exception as e:
+        why = "" if jvm_started else "Spark 4 needs Java 17 or later; "  # (its JVM ended at once)
+        raise WarehouseError(
+            f"Spark did not start{f' on {master}' if master else ''}: {log.cause() or _cause(e)} "
+            f"({why}{LOG_VARIABLE}=FILE keeps Spark's own output; docs/spark.md)"
+        ) from None
+
+
+def _reach(master: str) -> None:
+    """Raise when no master of ``spark://HOST:PORT[,HOST:PORT]`` accepts a connection within
+    ``MASTER_CONNECT_SECONDS``: Spark would try for a minute, then fail with a traceback."""
+    import socket
+
+    reasons = []
+    for address in master.removeprefix("spark://").split(","):
+        host, _, port = address.rpartition(":")
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=MASTER_CONNECT_SECONDS).close()
+            return
+        except OSError as e:
+            reasons.append(f"{address}: {e.strerror or e}")
+    raise WarehouseError(f"--spark-master {master}: cannot reach the Spark master within "
+                         f"{MASTER_CONNECT_SECONDS:g} s ({'; '.join(reasons)}); is it running, at that address?")
+
+
+@contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """``values`` in the environment while the block runs (the caller's process keeps its own after)."""
+    before = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+class SparkLog:
+    """Where the JVM of a Spark this process starts writes its stdout and stderr: the file named by
+    ``WAREHOUSE_SPARK_LOG`` (appended to), else an unnamed temporary file, gone with the process. Either
+    way the first lines of a JVM that ended at once say why (``cause``)."""
+
+    def __init__(self, file, path: str | None):
+        self.file, self.path = file, path
+        self.start = os.fstat(file.fileno()).st_size  # (an appended file: this run's part only)
+
+    @classmethod
+    def open(cls) -> "SparkLog":
+        import tempfile
+
+        path = os.environ.get(LOG_VARIABLE)
+        if path:
+            try:
+                return cls(open(path, "ab"), path)
+            except OSError as e:
+                raise UsageError(f"{LOG_VARIABLE}={path}: cannot write there: {e.strerror or e}") from None
+        return cls(tempfile.TemporaryFile(prefix="warehouse-spark-"), None)
+
+    def cause(self) -> str:
+        """What the JVM's output says went wrong, if anything: Spark's first ERROR line, else (a JVM that
+        ended before Spark's logging started) its last line naming an error. Read without moving the
+        offset the JVM writes at (they share it)."""
+        text = os.pread(self.file.fileno(), 1 << 20, self.start).decode("utf-8", "replace")
+        logged = re.findall(r"^\S+ \S+ ERROR \S+: (.+)$", text, re.M)
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        errors = [line for line in lines if re.search(r"Error|Exception|not set|[Nn]o such file", line)]
+        line = logged[0] if logged else (errors or lines or [""])[-1]
+        return line if len(line) <= 500 else line[:500] + "..."
 
 
 class SparkEngine:

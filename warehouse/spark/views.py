@@ -47,9 +47,10 @@ def register(spark: SparkSession, root: str | os.PathLike, *, as_of: int | None 
     read by the Python data source of ``warehouse.spark.source`` (no S3 connector JAR needed); a local
     root by Spark's own Parquet reader, or the Delta connector when the session has it.
     """
-    from .. import remote
+    from .. import checks, remote
 
     names = []
+    as_of = checks.as_of(as_of)
     remote.configure_for(root, storage_options)
     if remote.is_url(os.fspath(root)):
         from .source import frame

@@ -49,7 +49,8 @@ SELECT f.out_path AS file_path, a.source_path, s.form, CAST(s.metadata AS VARCHA
        CAST(s.categories AS VARCHAR) AS categories, CAST(s.extra AS VARCHAR) AS set_extra,
        o.out_path AS target_path, o.out_index, o.single,
        a.level, a.source_locator, a.span, a.category, a.intensity, a.note, a.borderline,
-       a.token_start, a.token_end, a.token_source, CAST(a.extra AS VARCHAR) AS extra
+       a.token_start, a.token_end, a.token_source, CAST(a.extra AS VARCHAR) AS extra,
+       CAST(a.entry_key AS VARCHAR) AS entry_key
 FROM annotations AS a
 JOIN layout_files AS f ON f.source_path = a.source_path AND f.kind = 'annotations'
 JOIN annotation_sets AS s ON s.source_path = a.source_path

@@ -34,7 +34,8 @@ from warehouse.exports import kit
 
 #: a trait-interp file in an experiments tree keeps its place below the tree's last experiments/ segment
 IN_TREE = "(kind <> 'foreign' AND regexp_matches(source_path, '(?:^|/)experiments/'))"
-TREE_REL = "regexp_extract(source_path, '^(?:.*/)?experiments/(.*)$', 1)"
+#: (?s): a folder's name may hold a newline, which RE2's '.' does not match without it
+TREE_REL = "regexp_extract(source_path, '(?s)^(?:.*/)?experiments/(.*)$', 1)"
 
 ROWS_SQL = """
 CREATE OR REPLACE TEMP TABLE layout_rows AS

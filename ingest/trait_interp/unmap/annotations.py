@@ -8,7 +8,8 @@ about exported responses:
 * span forms (unified, dense, hacks, biases) in the **unified** form:
   ``{"metadata"?, "categories"?, "annotations": [{idx, spans, borderline?, note?, ...}]}``,
   ``idx`` = the response's position in the exported array file (arrays are
-  compacted, so it follows the new positions) or its prompt id (inference);
+  compacted, so it follows the new positions) or its prompt id (inference), in the
+  key (``idx``/``id``) and JSON type the source entry wrote it (``names``);
 * token-range forms in their own form, since only they carry the file's token
   ranges: ``detailed`` (``{metadata, detailed_annotations: {prompt_id: {exploitations}}}``)
   and ``audit`` (``{prompt_id: {annotations: [{token_start, token_end, label}]}}``).
@@ -22,6 +23,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from warehouse.exports import kit
+
+from ..annotation_targets import as_index
 
 #: a span row's locator: its entry's locator, then ``.spans[j]`` (``[j]`` in the dense form)
 _SPAN_LOCATOR = re.compile(r"^(.*?)(?:\.\w+)?\[(\d+)\]$")  # lazy: the shortest entry that fits
@@ -58,12 +61,27 @@ def target_key(row: dict) -> int | str:
     return row["out_index"]
 
 
+def names(written: dict | None, key: int | str) -> dict:
+    """How a unified entry names its response ``key``: as the source entry did (``entry_key``), in its key
+    (``idx`` or ``id``) and JSON type (``"35"`` stays a string: trait-interp's reader compares strictly),
+    written as it was when it names the same response, else as the new position in that type."""
+    if not written:
+        return {"idx": key}
+    out = dict(written)
+    used = "idx" if "idx" in written else next(iter(written))  # the one the ingest resolved: idx first
+    was = written[used]
+    if isinstance(was, bool) or not (was == key or (as_index(was) is not None and as_index(was) == as_index(key))):
+        out[used] = str(key) if isinstance(was, str) else key
+    return out
+
+
 def document(form: str, set_row: dict, rows: Iterable[dict]) -> Any:
     """The annotation file for one source file's selected rows (with their targets' new places)."""
     entries: dict[str, dict] = {}
     for row in rows:
         entry, j = _entry_of(row)
-        e = entries.setdefault(entry, {"key": target_key(row), "spans": [], "borderline": [], "response": None})
+        e = entries.setdefault(entry, {"key": target_key(row), "spans": [], "borderline": [], "response": None,
+                                       "written": kit.json_value(row.get("entry_key")) if form == "unified" else None})
         if j is None:
             e["response"] = row
         else:
@@ -90,7 +108,8 @@ def _root(set_row: dict) -> dict:
 
 
 def _unified_entry(e: dict) -> dict:
-    out: dict[str, Any] = {"idx": e["key"], "spans": [_span_item(r) for _, r in sorted(e["spans"], key=lambda x: x[0])]}
+    out: dict[str, Any] = names(e["written"], e["key"])
+    out["spans"] = [_span_item(r) for _, r in sorted(e["spans"], key=lambda x: x[0])]
     if e["borderline"]:
         out["borderline"] = [_span_item(r) for _, r in sorted(e["borderline"], key=lambda x: x[0])]
     response = e["response"]

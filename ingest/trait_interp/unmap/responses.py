@@ -16,6 +16,9 @@ from warehouse.exports import kit
 
 #: written when not null, in the order trait-interp's writers use
 OPTIONAL = ("prefill_end", "inference_model", "prompt_note", "capture_date", "tags")
+#: what marks a record of trait-interp's ResponseRecord writer (inference, rollouts: ``save_response_json``),
+#: which writes ``prompt_note`` null too (a prompt without a note); other writers never write the key
+RESPONSE_RECORD = ("inference_model", "capture_date")
 SCORES = ("trait_score", "coherence_score")
 TURN_KEYS = ("has_thinking", "has_tool_calls", "tool_names", "tool_call_id", "tool_name", "content", "reasoning_content")
 #: keys the flat form writes itself: an ``extra`` holding one of them came from a nested record
@@ -25,7 +28,8 @@ _FLAT_KEYS = ("prompt", "response", "tokens", "token_ids", "prompt_end")
 def native_record(row: dict, turns: list[dict] | None = None, sentences: list[dict] | None = None) -> dict:
     """The trait-interp record a ``responses`` row of format trait_interp was read from (up to its shape)."""
     extra = dict(kit.json_value(row.get("extra")) or {})
-    if any(k in extra for k in _FLAT_KEYS):
+    nested = any(k in extra for k in _FLAT_KEYS)
+    if nested:
         rec = _nested(row, extra)
     else:
         rec = {"prompt": row.get("prompt"), "response": row.get("response"), "system_prompt": row.get("system_prompt")}
@@ -33,9 +37,10 @@ def native_record(row: dict, turns: list[dict] | None = None, sentences: list[di
             if row.get(key) is not None:
                 rec[key] = row[key]
     rec.setdefault("system_prompt", row.get("system_prompt"))
+    written_null = not nested and all(row.get(k) is not None for k in RESPONSE_RECORD)
     for key in OPTIONAL:
-        if row.get(key) is not None:
-            rec[key] = row[key]
+        if row.get(key) is not None or (key == "prompt_note" and written_null):
+            rec[key] = row.get(key)
     for key in SCORES:  # steering writers always write both, null or not
         if row.get(key) is not None or row.get("pipeline") == "steering":
             rec[key] = row.get(key)
