@@ -185,6 +185,29 @@ def test_a_full_disk_is_a_message_and_leaves_nothing(sw, tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []  # not even the folder it made for --out
 
 
+def test_a_full_disk_under_a_source_format_export_is_a_message(sw, tmp_path, monkeypatch, capsys):
+    """trait-interp's exporter writes many files; the disk fills when one is closed (its last bytes flushed).
+    Its writer then closed the file again, and the export ended in a ValueError traceback."""
+    import io
+
+    from warehouse import cli
+    from warehouse.formats.trait_interp.export import jsonout
+
+    class FullDisk(io.StringIO):
+        def close(self):
+            if not self.closed:
+                super().close()
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(jsonout, "open", lambda *a, **k: FullDisk(), raising=False)
+    out = tmp_path / "tree"
+    code = cli.main(["export", "--root", str(sw.root), "--format", "trait_interp", "--out", str(out), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 1 and err == (f"error: export to {out}: could not write: No space left on device; free some space "
+                                 "there, or write --out to another device. Nothing was written.\n")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_an_out_folder_that_cannot_be_made_is_a_message(sw, tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(ExportError, match=r"could not write: Not a directory\. Nothing was written\.$"):

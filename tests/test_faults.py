@@ -102,7 +102,8 @@ def test_a_root_under_a_folder_nobody_may_write_is_a_message(tmp_path, capsys, m
     assert everything_under(locked) == []
 
 
-def test_a_read_only_warehouse_is_a_message_and_stays_as_it_was(tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("command", ["ingest into", "compact"])
+def test_a_read_only_warehouse_is_a_message_and_stays_as_it_was(tmp_path, capsys, monkeypatch, command):
     src, root = tmp_path / "src", tmp_path / "wh"
     steering_file(src)
     warehouse.ingest([str(src)], str(root), progress=False)
@@ -116,12 +117,36 @@ def test_a_read_only_warehouse_is_a_message_and_stays_as_it_was(tmp_path, capsys
         return real_open(path, flags, *a, **k)
 
     monkeypatch.setattr(os, "open", read_only)
-    code, err = run_cli(capsys, "ingest", src, "--root", root, "--quiet")
+    code, err = run_cli(capsys, *(["ingest", src] if command == "ingest into" else ["compact"]), "--root", root,
+                        "--quiet")
     assert code == 1 and err.count("\n") == 1
-    assert "Read-only file system" in err and "the file system is read-only" in err
+    assert err.startswith(f"error: cannot {command} {root}: Read-only file system: ")
+    assert "the file system is read-only" in err
     assert "(the warehouse is as it was before this run)" in err
     monkeypatch.undo()
     assert everything_under(root) == before
+
+
+def test_compact_on_a_full_disk_is_a_message_and_the_warehouse_stays_readable(tmp_path, capsys, monkeypatch):
+    from warehouse import storage
+
+    src, root = tmp_path / "src", tmp_path / "wh"
+    for i in range(3):
+        steering_file(src / str(i))
+        warehouse.ingest([str(src / str(i))], str(root), progress=False)
+    rows = warehouse.connect(root).execute("SELECT count(*) FROM responses").fetchone()[0]
+
+    def full(path, data):  # the merged files written, the disk full when the snapshot is
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(storage, "create_if_absent", full)
+    code, err = run_cli(capsys, "compact", "--root", root, "--retention-hours", "0", "--quiet")
+    assert code == 1 and err.count("\n") == 1
+    assert err.startswith(f"error: cannot compact {root}: No space left on device: {root}/.warehouse/snapshots/4.json")
+    assert err.endswith("free some space and run again (the warehouse is as it was before this run)\n")
+    monkeypatch.undo()
+    assert warehouse.connect(root).execute("SELECT count(*) FROM responses").fetchone()[0] == rows
+    assert Store(root).snapshot_numbers() == [1, 2, 3]
 
 
 # --- a full disk -------------------------------------------------------------------------------

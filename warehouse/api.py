@@ -64,7 +64,7 @@ import duckdb
 
 from .errors import QueryError, StorageError, UsageError
 from .remote import StorageOptions
-from .views import Snapshot, cursor, open_snapshot, readable_hint
+from .views import Snapshot, cursor, damage_error, open_snapshot, readable_hint
 
 if TYPE_CHECKING:  # polars and pyarrow are imported where used, not at start-up
     import polars as pl
@@ -123,13 +123,17 @@ class _Open:
     @contextmanager
     def reading(self) -> Iterator[None]:
         """DuckDB's errors as the warehouse's: a deleted file of this snapshot a StorageError that says
-        what to do, a query DuckDB rejects (a missing column, a failed cast) a QueryError with its message.
+        what to do, a damaged table's view its one line (a DamagedTable), a query DuckDB rejects (a missing
+        column, a failed cast) a QueryError with its message.
         An interrupted query stays DuckDB's InterruptException (a kernel's interrupt, not a fault of the query)."""
         try:
             yield
         except duckdb.InterruptException:
             raise
         except duckdb.Error as e:
+            damaged = damage_error(e, self.snapshot.root)
+            if damaged is not None:
+                raise damaged from None
             gone = self.snapshot.missing() if isinstance(e, duckdb.IOException) else []
             if gone:
                 raise StorageError(stale_message(self.snapshot, gone)) from e

@@ -490,6 +490,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None, late) -> int:
     args = None
+    # deltalake's and obstore's errors carry a Rust backtrace when RUST_BACKTRACE is set (some machines set it
+    # for all): the library's own variable, which wins over it, turns that off for this command's processes
+    os.environ.setdefault("RUST_LIB_BACKTRACE", "0")
     try:
         words = sys.argv[1:] if argv is None else argv
         if words and words[0] == "ingest":

@@ -36,7 +36,9 @@ import pyarrow.parquet as pq
 
 from . import delta, remote
 from .catalog import Catalog
+from .damage import Mending, drop_new_log, set_aside_log
 from .delta import Part
+from .errors import DamagedTable, first_line
 from .interrupt import work_done
 from .storage import RUN_ID, LeaseLost, SnapshotRecord, Store, fsync
 from .tables import SOURCES, TABLES
@@ -64,6 +66,8 @@ class Changes:
     path_fields: PathFieldsAhead | None = None
     #: the batches' files fsynced while the batches ran, if the runner started it
     ahead: "CommitAhead | None" = None
+    #: what the run mends of damaged tables (``damage.plan``)
+    mending: Mending = field(default_factory=Mending)
 
     @classmethod
     def of(cls, run_id: str, results: Iterable[BatchResult], removed: set[str], settings: dict) -> "Changes":
@@ -129,14 +133,19 @@ def commit(store: Store, record: SnapshotRecord, catalog: Catalog, changes: Chan
     ``catalog`` (the one ``record`` pins) is updated in place to the new one.
     """
     run_id, new_sources, touched, removed = changes.run_id, changes.sources, changes.touched, changes.removed
+    mending = changes.mending
     # A first run commits even with nothing to add: ingest is what creates a warehouse (readers need a snapshot).
-    if not new_sources and not touched and not removed and changes.settings == record.settings and store.exists():
+    # A run that mends a damaged table commits what it mended.
+    if (not new_sources and not touched and not removed and changes.settings == record.settings and store.exists()
+            and not mending):
         return False
     rows_of = catalog.rows
-    replaced = ({p for p in new_sources if p in rows_of} | removed) & set(rows_of)
+    # the rows of a source read again to mend a table go, whatever the catalog says (it may be what was lost)
+    replaced = (({p for p in new_sources if p in rows_of} | removed) & set(rows_of)) | mending.forced
     # path_fields depends on the source paths alone: the same paths under the same SQL keep its version
     same_paths = (not (removed & set(rows_of)) and all(p in rows_of for p in new_sources)
-                  and record.version(PATH_FIELDS) is not None and record.path_fields_sql == path_fields_sql_hash())
+                  and record.version(PATH_FIELDS) is not None and record.path_fields_sql == path_fields_sql_hash()
+                  and PATH_FIELDS not in mending.damaged and not mending.catalog_lost)
     for p, mtime in touched:
         rows_of[p]["mtime_ns"] = mtime
     for p in removed:
@@ -149,11 +158,12 @@ def commit(store: Store, record: SnapshotRecord, catalog: Catalog, changes: Chan
     for name, table in TABLES.items():
         if not table.per_source:
             continue
-        change = _TableChange(name, table.arrow_schema, record.version(name))
+        change = _TableChange(name, table.arrow_schema, None if name in mending.remake else record.version(name))
         if change.version is not None:
             change.columns = set(record.tables[name].get("columns", table.column_names))
-            if replaced:
-                _drop_rows_of(store, change, replaced, lambda: f"{run_id}-rw{next(rewrite_no):05d}.parquet")
+            lost = mending.lost.get(name, set())
+            if replaced or lost:
+                _drop_rows_of(store, change, replaced, lambda: f"{run_id}-rw{next(rewrite_no):05d}.parquet", lost)
         for part in changes.parts.get(name, ()):
             change.adds.append(part)
             change.rows_added += part.rows
@@ -164,11 +174,12 @@ def commit(store: Store, record: SnapshotRecord, catalog: Catalog, changes: Chan
     rows = [rows_of[p] for p in sorted(rows_of)]
     fs, where = remote.fs_path(sources_path)
     pq.write_table(pa.Table.from_pylist(rows, schema=SOURCES.arrow_schema), where, filesystem=fs, **PARQUET_OPTIONS)
-    plan.append(_whole(store, record, "sources", SOURCES.arrow_schema, Part.of(str(store.root), sources_path)))
+    plan.append(_whole(store, record, "sources", SOURCES.arrow_schema, Part.of(str(store.root), sources_path),
+                       mending.remake))
     if not same_paths:
         pf_path = store.data_path(PATH_FIELDS, f"{run_id}.parquet")
         pf_schema = _path_fields(store, rows, sources_path, pf_path, changes.path_fields)
-        plan.append(_whole(store, record, PATH_FIELDS, pf_schema, Part.of(str(store.root), pf_path)))
+        plan.append(_whole(store, record, PATH_FIELDS, pf_schema, Part.of(str(store.root), pf_path), mending.remake))
     if not store.remote:  # a put is durable once it returns; local files are synced before the commit
         ahead = changes.ahead or CommitAhead(store)
         for change in plan:
@@ -191,6 +202,8 @@ def commit(store: Store, record: SnapshotRecord, catalog: Catalog, changes: Chan
         settings=changes.settings,
     )
     # --- phase 2: the tables' versions, then the snapshot that pins them ---
+    for name in sorted(mending.remake):  # a lost table is made again where it was: its damaged log goes first
+        set_aside_log(store, name, run_id)
     commit_plan(store, record, new, plan)
     return True
 
@@ -233,7 +246,10 @@ def commit_plan(store: Store, record: SnapshotRecord, new: SnapshotRecord, plan:
         except LeaseLost:
             raise  # the root is another run's now: it repairs the tables (its open_for_writing), not this one
         except BaseException:
-            repair(store, record, delete_orphans=False)
+            remade = {c.name for c in plan if c.version is None and record.version(c.name) is not None}
+            for name in remade:  # a lost table made again: as the run found it (lost), for the next run
+                drop_new_log(store, name)
+            repair(store, record, delete_orphans=False, skip=remade)
             raise
 
 
@@ -242,9 +258,11 @@ def _order(schema: pa.Schema):
     return lambda c: (names.get(c, len(names)), c)
 
 
-def _whole(store: Store, record: SnapshotRecord, name: str, schema: pa.Schema, part: Part) -> _TableChange:
-    """A table rewritten whole each run (``sources``, ``path_fields``): its files removed, one added."""
-    version = record.version(name)
+def _whole(store: Store, record: SnapshotRecord, name: str, schema: pa.Schema, part: Part,
+           remake: set[str] = frozenset()) -> _TableChange:
+    """A table rewritten whole each run (``sources``, ``path_fields``): its files removed, one added (``remake``:
+    tables whose log is lost, made again)."""
+    version = None if name in remake else record.version(name)
     change = _TableChange(name, schema, version, adds=[part], rows_added=part.rows, columns=set(schema.names))
     if version is not None:
         actions = delta.add_actions(store.table_uri(name), version)
@@ -253,12 +271,15 @@ def _whole(store: Store, record: SnapshotRecord, name: str, schema: pa.Schema, p
     return change
 
 
-def _drop_rows_of(store: Store, change: _TableChange, paths: set[str], new_name) -> None:
-    """Plan the rewrite of the files of ``change.name`` holding rows of ``paths``, without those rows.
+def _drop_rows_of(store: Store, change: _TableChange, paths: set[str], new_name, lost: set[str] = frozenset()) -> None:
+    """Plan the rewrite of the files of ``change.name`` holding rows of ``paths``, without those rows; the
+    files in ``lost`` (damaged: ``damage.plan`` has their sources read again) are removed unread.
 
     The Delta statistics (min / max ``source_path`` of each file) leave out most files
     unopened; the others are checked on their ``source_path`` column alone.
     """
+    from urllib.parse import unquote
+
     import pyarrow.compute as pc  # here, not at load: an unchanged run replaces nothing (26 ms)
 
     uri = store.table_uri(change.name)
@@ -270,13 +291,25 @@ def _drop_rows_of(store: Store, change: _TableChange, paths: set[str], new_name)
     cols = actions.column_names
     lo = actions.column("min.source_path").to_pylist() if "min.source_path" in cols else [None] * actions.num_rows
     hi = actions.column("max.source_path").to_pylist() if "max.source_path" in cols else [None] * actions.num_rows
+    records = actions.column("num_records").to_pylist()
     columns = set()
-    for rel, low, high in zip(actions.column("path").to_pylist(), lo, hi):
+    for rel, low, high, n in zip(actions.column("path").to_pylist(), lo, hi, records):
         path = f"{uri}/{rel}"
+        if unquote(rel) in lost:
+            change.removes.append(rel)
+            change.rows_removed += n or 0
+            continue
         if low is not None and high is not None and not _any_between(wanted, low, high):
             continue
         fs, where = remote.fs_path(path)
-        src = pq.ParquetFile(fs.open_input_file(where))
+        try:
+            src = pq.ParquetFile(fs.open_input_file(where))
+        except (OSError, ValueError) as e:  # the same size as logged, yet not Parquet: check's listing cannot tell
+            raise DamagedTable(
+                f"{store.root}: table {change.name} is damaged: its data file {change.name}/{rel} cannot be read "
+                f"({first_line(e)}); move it out of the table's folder and run again: the next `warehouse "
+                "ingest` then reads again the sources whose rows were in it (nothing was changed)",
+                table=change.name, path=f"{change.name}/{rel}") from None
         hits = pc.sum(pc.is_in(src.read(columns=["source_path"])["source_path"], value_set=value_set)).as_py() or 0
         if not hits:
             continue
@@ -289,7 +322,7 @@ def _drop_rows_of(store: Store, change: _TableChange, paths: set[str], new_name)
     if change.removes:  # the columns of the files still live: read from their footers
         removed = set(change.removes)
         for rel in actions.column("path").to_pylist():
-            if rel not in removed:
+            if rel not in removed and unquote(rel) not in lost:
                 columns |= set(_schema(f"{uri}/{rel}").names)
         change.columns = columns | {c for p in change.adds for c in _schema(store.abspath(p.path)).names}
 
@@ -332,18 +365,21 @@ def _rewrite_without(src: pq.ParquetFile, value_set: pa.Array, out_path: str,
 # --- repair: the tables as the last snapshot pins them --------------------------------------
 
 
-def repair(store: Store, record: SnapshotRecord, *, delete_orphans: bool = True) -> list[str]:
+def repair(store: Store, record: SnapshotRecord, *, delete_orphans: bool = True, skip: set[str] = frozenset(),
+           warn=None, opened: dict | None = None) -> list[str]:
     """Bring every table back to the version snapshot ``record`` pins, and (``delete_orphans``) delete
     the data files of runs that never got a snapshot. Call with the lock held. Returns what it did.
 
     A table beyond its pinned version (a run died between its table commits and its snapshot)
     is restored to it with a new Delta version; a table no snapshot pins (created by such a
-    run) is removed.
+    run) is removed. Tables in ``skip`` (damaged: ``damage.check``) are not touched; ``opened``: tables
+    opened at their latest version already. While a snapshot is damaged, no file is taken for one of a
+    run that did not finish (``warn`` is told so).
     """
     done = []
     ours = {*TABLES, PATH_FIELDS, *record.tables}  # a folder of the user's beside them is theirs
     for d in store.table_dirs(ours):
-        if not delta.is_table(str(d)):
+        if d.name in skip or not delta.is_table(str(d)):
             continue
         pinned = record.version(d.name)
         if pinned is None:
@@ -351,13 +387,17 @@ def repair(store: Store, record: SnapshotRecord, *, delete_orphans: bool = True)
             done.append(f"removed {d.name}/, a table created by a run that did not finish")
             continue
         with remote.writing_root(str(d)):
-            table = delta.open_table(str(d))
+            table = (opened or {}).get(d.name) or delta.open_table(str(d))
             if table.version() > pinned:
                 table.restore(pinned, commit_properties=delta.properties(
                     {"warehouse_operation": "repair", "warehouse_snapshot": record.number}))
                 done.append(f"restored {d.name} to version {pinned} (snapshot {record.number})")
-    if delete_orphans:
-        known = {s.run_id for s in store.snapshots()}
+    damaged: list = []
+    known = {s.run_id for s in store.snapshots(damaged)} if delete_orphans else set()
+    if damaged:  # a damaged snapshot's run is unknown: its files may well be live
+        if warn is not None:
+            warn(f"warning: {damaged[0]}; while it is there, files of runs that did not finish are kept")
+    elif delete_orphans:
         n = 0
         for d in store.table_dirs(ours):
             if store.remote:  # listed by prefix: the objects right under the table's folder

@@ -44,6 +44,27 @@ class StorageError(WarehouseError):
     """The warehouse root is missing, unreadable or not a warehouse."""
 
 
+class NotASnapshot(StorageError):
+    """A file among the warehouse snapshots (``.warehouse/snapshots/N.json``) that is no snapshot: not
+    JSON, or JSON of another shape (damaged, or written by hand or by something else)."""
+
+    def __init__(self, path: str, number: int, what: str, remedy: str = ""):
+        super().__init__(f"{path}: damaged warehouse snapshot: {what}" + (f"; {remedy}" if remedy else ""))
+        self.path = path
+        self.number = number
+        self.what = what
+
+
+class DamagedTable(StorageError):
+    """A table of the warehouse whose Delta log or data files are damaged or gone; the message names the
+    table, the file and what to do. The other tables stay readable."""
+
+    def __init__(self, message: str, *, table: str, path: str = ""):
+        super().__init__(message)
+        self.table = table
+        self.path = path
+
+
 class ObjectStoreError(WarehouseError):
     """Object storage refused or could not be reached (no such bucket, bad credentials, wrong
     endpoint, no permission); the message names the bucket and key and says what to check."""
@@ -72,3 +93,10 @@ class Interrupted(KeyboardInterrupt):
     warehouse is in. A KeyboardInterrupt still (``except Exception`` does not catch it)."""
 
     exit_code = 130
+
+
+def first_line(e: BaseException) -> str:
+    """The first line of a library's error, for a one-line message: deltalake's and obstore's errors may
+    carry a Rust backtrace on the lines after it (``RUST_BACKTRACE=1``), and DuckDB's a caret diagram."""
+    text = str(e).strip()
+    return text.splitlines()[0].strip() if text else type(e).__name__

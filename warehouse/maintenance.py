@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -31,6 +32,7 @@ def history(root: str | os.PathLike, *, format: str | None = None, out: IO[str] 
     With ``format`` (``table`` or ``json``): written to ``out`` (default stdout); returns None. ``root`` may be
     an ``s3://`` URL; ``storage_options`` add to and override the AWS environment (docs/storage.md)."""
     from . import remote
+    from .errors import NotASnapshot
     from .storage import Store
     from .views import read_existing_snapshot, readable_snapshots
 
@@ -38,8 +40,14 @@ def history(root: str | os.PathLike, *, format: str | None = None, out: IO[str] 
     root = checks.root(root)
     remote.configure_for(root, storage_options)
     store = Store(root)
-    read_existing_snapshot(store, root)  # the errors of a root that is no warehouse
-    records = store.snapshots()
+    try:
+        read_existing_snapshot(store, root)  # the errors of a root that is no warehouse
+    except NotASnapshot:
+        pass  # said below, with any other damaged one
+    damaged: list = []
+    records = store.snapshots(damaged)
+    for e in damaged:  # the others are listed: a damaged snapshot does not hide the history
+        print(f"warning: {e}", file=sys.stderr, flush=True)
     readable = readable_snapshots(store, records)
     rows = [{**_entry(r), "readable": r.number in readable} for r in records]
     if format is None:
@@ -112,8 +120,10 @@ def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, 
     ``s3://`` root that is its lease, and deltalake gets the resolved ``storage_options`` (docs/storage.md)."""
     from . import delta, remote
     from .commit import _sigint_deferred, repair
-    from .runner import open_for_writing, say
+    from .damage import refuse
+    from .runner import _said_in_one_line, open_for_writing, say
     from .storage import LeaseLost, SnapshotRecord, Store, new_run_id
+    from .views import declared
 
     root = checks.root(root)
     checks.count(retention_hours, "retention_hours", least=0)
@@ -123,9 +133,11 @@ def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, 
         from .views import read_existing_snapshot
 
         read_existing_snapshot(store, root)  # says why there is nothing to compact
-    with store.lock(wait=wait, announce=say if progress else None):
-        record = open_for_writing(store, say if progress else (lambda _m: None))
-        run_id = new_run_id()
+    run_id = new_run_id()
+    # a fault (a read-only or full disk, the lock's path a folder, a store refusing) as one line, as an ingest's
+    with _said_in_one_line(store, run_id, "compact"), store.lock(wait=wait, announce=say if progress else None):
+        record, damaged = open_for_writing(store, say if progress else (lambda _m: None))
+        refuse(store, damaged)  # a table that lost files or its log is mended by an ingest, which reads sources
         new = SnapshotRecord(
             number=record.number + 1, time=dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
             run_id=run_id, operation="compact", path_fields_sql=record.path_fields_sql, settings=record.settings,
@@ -136,24 +148,29 @@ def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, 
         compacted = {}
         with _sigint_deferred() as committed:
             try:
-                for name, pinned in record.tables.items():
+                for name in declared(record):  # a snapshot's other names keep their pins, untouched
+                    pinned = record.tables[name]
                     uri = store.table_uri(name)
-                    table = delta.open_table(uri)
-                    summary.files_before[name] = len(table.file_uris())
-                    store.check_lock()  # each commit step, as an ingest's: a run whose lease was taken over stops
-                    done = table.optimize.compact(writer_properties=delta.writer_properties(), commit_properties=meta)
-                    if done.get("numFilesRemoved"):
-                        compacted[name] = {"removed": done["numFilesRemoved"], "added": done["numFilesAdded"]}
-                    # the files of the snapshot before this compact are kept: a run that dies before the
-                    # new snapshot is repaired to it, and connections opened on it keep working
-                    store.check_lock()
-                    deleted, links = delta.vacuum(table, uri, retention_hours=retention_hours,
-                                                  keep_version=pinned["version"], commit_properties=meta)
-                    summary.files_deleted += len(deleted)
-                    summary.left_alone += sorted(name if link == "." else f"{name}/{link}" for link in links)
-                    table = delta.open_table(uri)
+                    with remote.writing_root(uri):  # a store's refusal as one line naming the object
+                        table = delta.open_table(uri)
+                        summary.files_before[name] = len(table.file_uris())
+                        store.check_lock()  # each commit step, as an ingest's: a run whose lease was taken over stops
+                        done = table.optimize.compact(writer_properties=delta.writer_properties(),
+                                                      commit_properties=meta)
+                        if done.get("numFilesRemoved"):
+                            compacted[name] = {"removed": done["numFilesRemoved"], "added": done["numFilesAdded"]}
+                        # the files of the snapshot before this compact are kept: a run that dies before the
+                        # new snapshot is repaired to it, and connections opened on it keep working
+                        store.check_lock()
+                        deleted, links = delta.vacuum(table, uri, retention_hours=retention_hours,
+                                                      keep_version=pinned["version"], commit_properties=meta)
+                        summary.files_deleted += len(deleted)
+                        summary.left_alone += sorted(name if link == "." else f"{name}/{link}" for link in links)
+                        table = delta.open_table(uri)
                     summary.files_after[name] = len(table.file_uris())
                     new.tables[name] = {**pinned, "version": table.version()}
+                for name, pinned in record.tables.items():
+                    new.tables.setdefault(name, pinned)
                 new.did = {"files_compacted": compacted, "files_deleted": summary.files_deleted,
                            "retention_hours": retention_hours}
                 if not summary.files_deleted and all(new.tables[name]["version"] == pinned["version"]

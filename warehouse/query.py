@@ -16,7 +16,7 @@ from .errors import QueryError, StorageError
 from .remote import StorageOptions
 from .output import TABLE_ROWS, write_report, write_result
 from .tables import TABLES
-from .views import connect
+from .views import connect, damage_error
 
 
 def open_existing(root: str | os.PathLike, as_of: int | None = None, storage_options: StorageOptions = None) -> duckdb.DuckDBPyConnection:
@@ -100,11 +100,14 @@ def sql(
             relation = con.sql(query) if params is None else con.sql(
                 query, params=params if isinstance(params, dict) else list(params))
         except duckdb.Error as e:
-            raise QueryError(f"{e}{missing_column_hint(con, query, e)}") from None
+            raise damage_error(e, str(root)) or QueryError(f"{e}{missing_column_hint(con, query, e)}") from None
         if format is None or relation is None:  # a statement without a result (SET, CREATE VIEW, ...)
             con = None  # not closed: the relation holds it, open, until the relation is gone
             return relation
-        write_result(relation, format, out or sys.stdout, max_rows=max_rows or None, max_width=max_width)  # a row that fails: QueryError
+        try:
+            write_result(relation, format, out or sys.stdout, max_rows=max_rows or None, max_width=max_width)
+        except QueryError as e:  # a row that fails: a failed cast, or a damaged table's view, said in its own line
+            raise damage_error(e, str(root)) or e from None
         return None
     finally:
         if con is not None:
@@ -127,6 +130,8 @@ def stats(root: str | os.PathLike, *, files: bool = False, format: str | None = 
     try:
         st = _stats(con, files)
         sections = _format_sections(con)
+    except duckdb.Error as e:  # a damaged table: its one line; anything else is a bug here, with its traceback
+        raise damage_error(e, str(root)) or e from None
     finally:
         con.close()
     st.update({name: [dict(zip(names, row)) for row in rows] for name, (names, rows) in sections.items()})

@@ -384,8 +384,11 @@ def writing_root(url: str) -> Iterator[None]:
 
 
 def from_store(e: BaseException) -> bool:
-    """An error a request to the store raised (not a fault of our own code, which must keep its traceback)."""
-    return isinstance(e, OSError) or type(e).__module__.split(".")[0] in ("deltalake", "obstore", "pyarrow")
+    """An error a request to the store raised (not a fault of our own code, which must keep its traceback).
+    deltalake's errors are classes of its Rust module (``_internal.DeltaError``): named by their base."""
+    from deltalake.exceptions import DeltaError
+
+    return isinstance(e, (OSError, DeltaError)) or type(e).__module__.split(".")[0] in ("obstore", "pyarrow")
 
 
 # --- listings ----------------------------------------------------------------------

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import signal
 import sys
 import threading
@@ -27,13 +28,16 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass, field
 
+from . import damage, delta
 from .catalog import Catalog
 from .checks import option
 from .commit import COMMITTED, Changes, CommitAhead, commit, repair
+from .delta import Damage
 from .discover import Compressed, LoopSkipped, Unreachable, walk
 from .encodings import skipped_note
 from . import remote
-from .errors import Interrupted, ObjectStoreError, StorageError, StrictModeError, UsageError, WarehouseError
+from .errors import (Interrupted, NotASnapshot, ObjectStoreError, StorageError, StrictModeError, UsageError,
+                     WarehouseError)
 from .ingestor import JSON_SUFFIXES
 from .pieces import FileScan, merge_pieces, split_large_files
 from .pool import Engine, Inline, ProcessPool, WorkerLost, start_forkserver
@@ -111,9 +115,12 @@ def ingest(
     trees = trees or {}
     with _said_in_one_line(store, run_id), store.lock(wait=wait, announce=say), \
             _nothing_kept_unless_committed(store, run_id, created), ExitStack() as run_scoped:
-        record = open_for_writing(store, say)
-        catalog = Catalog.load(store, record)
+        record, damaged = open_for_writing(store, say)
+        catalog = Catalog() if "sources" in damaged else Catalog.load(store, record)
         settings = _settings(record.settings, options or {}, ingestors)
+        mending = damage.plan(store, record, damaged, catalog.rows, prune=prune) if damaged else damage.Mending()
+        for line in mending.said():
+            say(f"repairing: {line}")
         # Every JSON-looking file is looked at, claimed or not, so none is passed over silently.
         suffixes = tuple(sorted(set(JSON_SUFFIXES) | {s for i in ingestors for s in i.suffixes}))
         if format is not None:
@@ -123,9 +130,11 @@ def ingest(
                 raise UsageError(f"{p}: no such file or directory, and no catalogued file was under it")
         # Once the walk has found work enough for a pool, its forkserver starts importing alongside.
         warm = (lambda: start_forkserver(registry)) if engine == "local" and _jobs(jobs) > 1 else None
-        work = _what_to_read(paths, existing, store, catalog, summary, suffixes, format, settings, trees, warm)
+        work = _what_to_read(paths, existing, store, catalog, summary, suffixes, format, settings, trees, warm,
+                             mending.reread)
         gone = work.gone
         if prune:
+            gone |= mending.dropped
             summary.files_removed = len(gone)
         else:
             summary.files_gone = len(gone)
@@ -173,7 +182,7 @@ def ingest(
         for r in results:
             summary.add(r)
         changes = Changes.of(run_id, results, gone, settings)
-        changes.path_fields, changes.ahead = ahead, commit_ahead
+        changes.path_fields, changes.ahead, changes.mending = ahead, commit_ahead, mending
         summary.committed = commit(store, record, catalog, changes)
     if not (summary.files_seen or summary.files_removed or summary.files_gone):
         summary.notes.append(_nothing_found(paths, suffixes, root, made=not record.number))
@@ -203,9 +212,10 @@ class _Work:
 
 def _what_to_read(paths: Sequence[str], existing: list[str], store: Store, catalog: Catalog, summary: IngestSummary,
                   suffixes: tuple[str, ...], format: str | None, settings: dict, trees: dict[str, str],
-                  warm: Callable[[], None] | None = None) -> _Work:
-    """Walk ``existing``, skip what the catalog says is unchanged, and add what depends on a change.
-    ``warm`` is called once, as soon as what is to be read would run on a pool (``_pooled``)."""
+                  warm: Callable[[], None] | None = None, reread: set[str] = frozenset()) -> _Work:
+    """Walk ``existing``, skip what the catalog says is unchanged, and add what depends on a change and
+    ``reread`` (sources read again whatever the catalog says: ``damage.plan``). ``warm`` is called once,
+    as soon as what is to be read would run on a pool (``_pooled``)."""
     work = _Work()
     nbytes = 0
     seen: set[str] = set()
@@ -235,6 +245,8 @@ def _what_to_read(paths: Sequence[str], existing: list[str], store: Store, catal
             tree = entry.get("source_tree") or os.path.dirname(path)
         seen.add(path)
         unchanged_now, previous = catalog.compare(entry, found.size, found.mtime_ns, format, settings, tree)
+        if path in reread:  # its rows are lost in a damaged table: read, even if its bytes are the same
+            unchanged_now, previous = False, None
         if unchanged_now:
             summary.files_unchanged += 1
             unchanged.add(path)
@@ -251,11 +263,12 @@ def _what_to_read(paths: Sequence[str], existing: list[str], store: Store, catal
     # Files built from a file that changed (or went) are ingested again too, walked or not.
     scheduled = {i.path for i in work.items}
     walked_dirs = [remote.normpath(p) for p in existing if remote.isdir(p)]
-    for path in sorted(catalog.dependents(scheduled | work.gone) - scheduled - work.gone):
+    for path in sorted((catalog.dependents(scheduled | work.gone) | reread) - scheduled - work.gone):
         if remote.isfile(path):
             if path in unchanged:  # counted once: as ingested again, not as unchanged too
                 summary.files_unchanged -= 1
-            tree = next((d for d in walked_dirs if inside(path, d)), None) or catalog[path].get("source_tree")
+            tree = (next((d for d in walked_dirs if inside(path, d)), None)
+                    or (catalog.get(path) or {}).get("source_tree"))
             work.items.append(WorkItem(path, None, tree=tree))
             work.sizes.append(remote.getsize(path))
     return work
@@ -363,26 +376,45 @@ def _nothing_kept_unless_committed(store: Store, run_id: str, created: str | Non
 
 
 @contextmanager
-def _said_in_one_line(store: Store, run_id: str):
-    """Faults the user can act on as one-line messages that say what state the warehouse is in."""
+def _said_in_one_line(store: Store, run_id: str, doing: str = "ingest into"):
+    """Faults the user can act on as one-line messages that say what state the warehouse is in (``doing``:
+    what the run was, for the message: ``cannot ingest into ROOT: ...``)."""
     try:
         yield
     except KeyboardInterrupt:
         raise Interrupted(_interrupted_state(store, run_id)) from None
-    except OSError as e:
-        if remote.is_url(e.filename):  # an object the run's own checks could not stat
-            raise ObjectStoreError(f"{e.strerror} ({_state(store)})") from None
-        # A write into the remote root refused (a worker's Parquet put, the catalog's): the library names
-        # no local file. A local file's fault (a full temporary disk) keeps the local message below.
-        if store.remote and not e.filename:
-            refused = remote.run_error(str(store.root), e, writing=True)
-            raise ObjectStoreError(f"{refused} ({_state(store)})", bucket=refused.bucket, key=refused.key) from None
-        raise StorageError(_storage_message(store, e)) from None
     except WorkerLost:
         raise WarehouseError(
             "an ingest worker process died (killed from outside, or out of memory?): run again, with fewer "
             f"--jobs or a lower --max-record-mb if it was memory ({_state(store)})"
         ) from None
+    except Exception as e:
+        if isinstance(e, OSError) or (delta.is_delta_error(e) and _OS_ERROR.search(str(e))):
+            _said_os_error(store, e, doing)
+        raise
+
+
+#: how deltalake names the system error under its own ("... Read-only file system (os error 30)")
+_OS_ERROR = re.compile(r"\(os error (\d+)\)")
+_FILE_IN_ERROR = re.compile(r"(?:file|path|directory) (/[^\s:]+)")
+
+
+def _said_os_error(store: Store, e: Exception, doing: str) -> None:
+    """Raise the one-line error for a system error met writing the root (``e``: an OSError, or deltalake's
+    error around one)."""
+    said = _OS_ERROR.search(str(e))
+    if said:  # deltalake's (an OSError or not): the system error it names under its own lines, and the file
+        named = _FILE_IN_ERROR.search(str(e))
+        code = int(said.group(1))
+        e = OSError(code, os.strerror(code), *([named.group(1)] if named else []))
+    if remote.is_url(e.filename):  # an object the run's own checks could not stat
+        raise ObjectStoreError(f"{e.strerror} ({_state(store)})") from None
+    # A write into the remote root refused (a worker's Parquet put, the catalog's): the library names
+    # no local file. A local file's fault (a full temporary disk) keeps the local message below.
+    if store.remote and not e.filename:
+        refused = remote.run_error(str(store.root), e, writing=True)
+        raise ObjectStoreError(f"{refused} ({_state(store)})", bucket=refused.bucket, key=refused.key) from None
+    raise StorageError(_storage_message(store, e, doing)) from None
 
 
 def _settings(remembered: dict, given: dict, ingestors: Sequence) -> dict:
@@ -405,18 +437,38 @@ def _settings(remembered: dict, given: dict, ingestors: Sequence) -> dict:
     return settings
 
 
-def open_for_writing(store: Store, say) -> SnapshotRecord:
-    """With the lock held, before a run writes: a root in the old layout converted (once), the tables
-    repaired to the last snapshot (a run that died mid-commit undone, its files deleted); that snapshot."""
+def open_for_writing(store: Store, say) -> tuple[SnapshotRecord, dict[str, Damage]]:
+    """With the lock held, before a run writes: a root in the old layout converted (once), a damaged latest
+    snapshot set aside, the tables checked (``damage.check``: what can be mended at once is) and repaired
+    to the last snapshot (a run that died mid-commit undone, its files deleted); that snapshot, and what
+    is still damaged in it (the run's ``damage.plan`` mends it, or says why it cannot)."""
     if store.legacy():
         from .upgrade import upgrade
 
-        say(f"converting {store.root} to Delta Lake tables (once; docs/reading.md)...")
+        if not store.exists():  # (else what a conversion that died after its snapshot left: cleaned up)
+            say(f"converting {store.root} to Delta Lake tables (once; docs/reading.md)...")
         upgrade(store)
-    record = store.read_snapshot()
-    for line in repair(store, record):
+    record = latest_readable(store, say)
+    damaged, opened = damage.check(store, record, say)
+    for line in repair(store, record, skip=set(damaged), warn=say, opened=opened):
         say(f"repaired: {line}")
-    return record
+    return record, damaged
+
+
+def latest_readable(store: Store, say) -> SnapshotRecord:
+    """With the lock held: the latest snapshot, after setting aside the damaged ones above the last readable
+    one (``Store.set_aside``). A snapshot is a run's commit point: the one before it is a whole state, which
+    ``repair`` then restores the tables to. With no readable snapshot left, the damaged one's error stands."""
+    while True:
+        try:
+            return store.read_snapshot()
+        except NotASnapshot as e:
+            numbers = store.snapshot_numbers()
+            if not numbers or e.number != numbers[-1] or store.last_readable(below=e.number) is None:
+                raise
+            where = store.set_aside(e.number)
+            say(f"repaired: snapshot {e.number} was damaged ({e.what}): set aside as {where}; the warehouse goes "
+                "back to the snapshot before it")
 
 
 def _committed(store: Store, run_id: str) -> bool:
@@ -472,13 +524,15 @@ _OS_HINTS = {
     errno.EROFS: "the file system is read-only: choose a --root you may write to",
     errno.ENOTDIR: "a part of that path is a file, not a directory: choose another --root",
     errno.ENAMETOOLONG: "choose a shorter --root",
+    errno.EISDIR: "it must be a file: move the folder away and run again",
+    errno.EFBIG: "free some space (or raise the file size limit) and run again",
 }
 
 
-def _storage_message(store: Store, e: OSError) -> str:
+def _storage_message(store: Store, e: OSError, doing: str = "ingest into") -> str:
     where = f": {e.filename}" if e.filename else ""
     hint = _OS_HINTS.get(e.errno, "fix the cause and run again")
-    return f"cannot ingest into {store.root}: {e.strerror or e}{where}; {hint} ({_state(store)})"
+    return f"cannot {doing} {store.root}: {e.strerror or e}{where}; {hint} ({_state(store)})"
 
 
 def tokenize(root: str, tokenizer: str, **options) -> IngestSummary:
@@ -494,7 +548,7 @@ def tokenize(root: str, tokenizer: str, **options) -> IngestSummary:
     if store.legacy():  # the catalog is read before the ingest that would convert the root
         with store.lock(wait=options.get("wait", True), announce=say):
             open_for_writing(store, say)
-    catalog = Catalog.load(store, store.read_snapshot())
+    catalog = damage.load_catalog(store, store.read_snapshot())
     paths = [p for p in catalog.asking_for("tokenizer") if remote.isfile(p)]
     opts = dict(options.pop("options", None) or {}, tokenizer=tokenizer)  # a folder made absolute by the API
     if not paths:

@@ -8,6 +8,7 @@ Layout under the root (docs/reading.md describes it for outside readers)::
     .warehouse/               the project's own state, nothing else of it anywhere
       lock                      held by the run that is writing (ingest, compact)
       snapshots/<N>.json        warehouse snapshot N: each table's Delta version, what the run did
+      damaged/<N>.json          a damaged snapshot the next writer set aside (kept for a look, never read)
 
 Delta commits one table at a time; a *warehouse snapshot* pins every table's version at
 once, and is written (``create_if_absent``) only after every table of a run committed.
@@ -34,10 +35,12 @@ from pathlib import Path
 import orjson
 
 from . import remote
-from .errors import LockedError, ObjectStoreError, StorageError, UsageError
+from .errors import LockedError, NotASnapshot, ObjectStoreError, StorageError, UsageError
 
 STATE_DIR = ".warehouse"
 SNAPSHOTS = "snapshots"
+#: where a damaged snapshot is set aside (``Store.set_aside``), under the state folder
+DAMAGED = "damaged"
 #: the version of this layout, in every snapshot; the layout before it (``manifest.json``) is 1
 FORMAT_VERSION = 2
 LEGACY_MANIFEST = "manifest.json"
@@ -83,15 +86,55 @@ class SnapshotRecord:
         }
 
     @classmethod
-    def from_json(cls, d: dict, where: str) -> "SnapshotRecord":
-        if d.get("format_version") != FORMAT_VERSION:
+    def from_json(cls, d, where: str, number: int) -> "SnapshotRecord":
+        """The snapshot in ``d`` (the parsed file ``where``, snapshot ``number``); a file that is not one
+        (written by hand or by something else, or damaged) raises ``NotASnapshot`` saying what is wrong."""
+        if isinstance(d, dict) and isinstance(d.get("format_version"), int) and d["format_version"] > FORMAT_VERSION:
             raise StorageError(
-                f"{where}: warehouse format {d.get('format_version')!r}, this version reads {FORMAT_VERSION}; "
+                f"{where}: warehouse format {d['format_version']!r}, this version reads {FORMAT_VERSION}; "
                 "upgrade the warehouse package"
             )
+        wrong = _not_a_snapshot(d, number)
+        if wrong:
+            raise NotASnapshot(where, number, wrong)
         return cls(number=d["snapshot"], time=d["time"], run_id=d.get("run_id"), operation=d.get("operation", ""),
                    did=d.get("did", {}), tables=d["tables"], path_fields_sql=d.get("path_fields_sql"),
                    settings=d.get("settings", {}))
+
+
+#: what a table may be called in a snapshot: a name, never a path (the tables are folders of the root)
+TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: the fields of a snapshot and the types they hold (None: may be null)
+_FIELDS = {"time": (str,), "run_id": (str, type(None)), "operation": (str,), "did": (dict,),
+           "path_fields_sql": (str, type(None)), "settings": (dict,)}
+
+
+def _not_a_snapshot(d, number: int) -> str | None:
+    """What makes ``d`` no snapshot ``number`` (None: it is one)."""
+    if not isinstance(d, dict):
+        return f"holds a JSON {type(d).__name__.replace('NoneType', 'null').replace('dict', 'object')}, not a snapshot object"
+    if d.get("format_version") != FORMAT_VERSION:
+        return f"its format_version is {d.get('format_version')!r}, not {FORMAT_VERSION}"
+    if d.get("snapshot") != number or type(d.get("snapshot")) is not int:
+        return f"it says it is snapshot {d.get('snapshot')!r}, not {number}"
+    for name, types in _FIELDS.items():
+        if name in d and not isinstance(d[name], types):
+            return f"its {name!r} is {d[name]!r}"
+    if "time" not in d:
+        return "it has no 'time'"
+    tables = d.get("tables")
+    if not isinstance(tables, dict):
+        return "it has no 'tables' object" if tables is None else f"its 'tables' is {type(tables).__name__}, not an object"
+    for name, pin in tables.items():
+        if not TABLE_NAME.match(name):
+            return f"it names a table {name!r}, which is no table name (a table is a folder of the root, named by a word)"
+        version = pin.get("version") if isinstance(pin, dict) else None
+        if type(version) is not int or version < 0:
+            return f"its table {name} has version {version!r}, not a Delta version (a whole number from 0)"
+        columns = pin.get("columns", [])
+        if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
+            return f"its table {name} has columns {columns!r}, not a list of names"
+    return None
 
 
 class Store:
@@ -135,8 +178,10 @@ class Store:
         return (self.root / LEGACY_MANIFEST).is_file()
 
     def read_snapshot(self, number: int | None = None) -> SnapshotRecord:
-        """Snapshot ``number`` (default: the latest); an empty record when there is none yet."""
+        """Snapshot ``number`` (default: the latest); an empty record when there is none yet. A damaged one
+        raises ``NotASnapshot`` saying what to do."""
         numbers = self.snapshot_numbers()
+        latest = number is None
         if number is None:
             if not numbers:
                 self._check_root_without_snapshots()
@@ -145,11 +190,51 @@ class Store:
         elif number not in numbers:
             have = f"{numbers[0]} to {numbers[-1]}" if numbers else "none"
             raise StorageError(f"{self.root}: no snapshot {number} (snapshots: {have}; `warehouse history` lists them)")
+        try:
+            return self._read_snapshot(number)
+        except NotASnapshot as e:
+            raise NotASnapshot(e.path, e.number, e.what, self._damaged_remedy(number, numbers, latest)) from None
+
+    def _damaged_remedy(self, number: int, numbers: list[int], latest: bool) -> str:
+        if not latest and number != numbers[-1]:
+            return f"`--as-of {number}` cannot read it; the other snapshots are readable"
+        earlier = self.last_readable(below=number)
+        if earlier is None:
+            return f"no snapshot before it is readable: ingest the sources into a new --root"
+        return (f"the next `warehouse ingest` or `compact` sets it aside (into {STATE_DIR}/{DAMAGED}/) and goes back "
+                f"to snapshot {earlier}, which `--as-of {earlier}` reads now")
+
+    def last_readable(self, *, below: int) -> int | None:
+        """The latest snapshot before ``below`` that is readable, if any."""
+        for n in reversed([n for n in self.snapshot_numbers() if n < below]):
+            try:
+                self._read_snapshot(n)
+                return n
+            except NotASnapshot:
+                continue
+        return None
+
+    def set_aside(self, number: int) -> str:
+        """Move damaged snapshot ``number`` out of the snapshots, into ``.warehouse/damaged/`` (kept for a look,
+        never read); where it went. Call with the lock held."""
+        src = self.state_dir / SNAPSHOTS / f"{number}.json"
+        for n in range(1, 10**6):
+            dst = self.state_dir / DAMAGED / (f"{number}.json" if n == 1 else f"{number}-{n}.json")
+            if not os.path.lexists(dst):
+                break
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(src, dst)
+        fsync(dst.parent)
+        fsync(src.parent)
+        return str(dst)
+
+    def _read_snapshot(self, number: int) -> SnapshotRecord:
         where = self.state_dir / SNAPSHOTS / f"{number}.json"
         try:
-            return SnapshotRecord.from_json(orjson.loads(self._snapshot_bytes(where, number)), str(where))
+            parsed = orjson.loads(self._snapshot_bytes(where, number))
         except orjson.JSONDecodeError as e:
-            raise StorageError(f"{where}: corrupt snapshot ({e})") from None
+            raise NotASnapshot(str(where), number, f"not JSON ({e})") from None
+        return SnapshotRecord.from_json(parsed, str(where), number)
 
     def _check_root_without_snapshots(self) -> None:
         if self.root.exists() and not self.root.is_dir():
@@ -158,8 +243,18 @@ class Store:
     def _snapshot_bytes(self, where, number: int) -> bytes:
         return where.read_bytes()
 
-    def snapshots(self) -> list[SnapshotRecord]:
-        return [self.read_snapshot(n) for n in self.snapshot_numbers()]
+    def snapshots(self, damaged: list[NotASnapshot] | None = None) -> list[SnapshotRecord]:
+        """Every snapshot, oldest first. With ``damaged`` (a list), a damaged one is left out and its error
+        added to the list; without, it raises."""
+        out = []
+        for n in self.snapshot_numbers():
+            try:
+                out.append(self.read_snapshot(n))
+            except NotASnapshot as e:
+                if damaged is None:
+                    raise
+                damaged.append(e)
+        return out
 
     def write_snapshot(self, record: SnapshotRecord) -> None:
         """Commit ``record`` as snapshot ``record.number``: the warehouse's commit point."""
@@ -390,10 +485,11 @@ def snapshot_files(root: str | os.PathLike, *, as_of: int | None = None) -> dict
     learns which files hold a table's rows: each table at the Delta version the snapshot pins.
     """
     from . import delta
+    from .views import declared
 
     store = Store(root)
     record = store.read_snapshot(as_of)
-    return {t: delta.live_files(store.table_uri(t), v["version"]) for t, v in record.tables.items()}
+    return {t: delta.live_files(store.table_uri(t), record.tables[t]["version"]) for t in declared(record)}
 
 
 def _rmdir_if_empty(path: Path) -> None:
@@ -661,6 +757,15 @@ class RemoteStore(Store):
         if data is None:
             raise StorageError(f"{where}: snapshot {number} is gone")
         return data
+
+    def set_aside(self, number: int) -> str:
+        src = self.state_dir / SNAPSHOTS / f"{number}.json"
+        data = remote.read_object(src)
+        dst = self.state_dir / DAMAGED / f"{number}-{new_run_id()}.json"
+        if data is not None:
+            remote.create_object(dst, data)
+            remote.delete_object(src)
+        return str(dst)
 
     def write_snapshot(self, record: SnapshotRecord) -> None:
         try:

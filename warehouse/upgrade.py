@@ -17,7 +17,7 @@ import orjson
 
 from . import delta
 from .delta import Part
-from .errors import StorageError
+from .errors import StorageError, first_line
 from .storage import LEGACY_MANIFEST, SnapshotRecord, Store, new_run_id
 from .tables import TABLES
 from .views import PATH_FIELDS, materialize_path_fields, path_fields_sql_hash
@@ -32,10 +32,13 @@ def upgrade(store: Store) -> SnapshotRecord:
         try:
             manifest = orjson.loads(path.read_bytes())
         except orjson.JSONDecodeError as e:
-            raise StorageError(f"{path}: corrupt manifest ({e})") from None
-        if manifest.get("format_version") != LEGACY_FORMAT:
+            raise StorageError(f"{path}: corrupt manifest ({e}); {REINGEST}") from None
+        if isinstance(manifest, dict) and manifest.get("format_version") != LEGACY_FORMAT:
             raise StorageError(f"{path}: warehouse format {manifest.get('format_version')!r}, this version converts "
-                               f"{LEGACY_FORMAT}; re-ingest into a new --root")
+                               f"{LEGACY_FORMAT}; {REINGEST}")
+        wrong = _not_a_manifest(store, manifest)
+        if wrong:
+            raise StorageError(f"{path}: damaged manifest: {wrong}; {REINGEST}")
         for d in store.table_dirs({*TABLES, PATH_FIELDS}):  # what a conversion that died left: started over
             shutil.rmtree(d)
         _convert(store, manifest)
@@ -44,6 +47,38 @@ def upgrade(store: Store) -> SnapshotRecord:
     shutil.rmtree(store.root / "data", ignore_errors=True)
     (store.root / ".lock").unlink(missing_ok=True)  # the old layout's lock file
     return record
+
+
+#: what to do with a root of the old layout that cannot be converted
+REINGEST = "it cannot be converted: ingest the sources into a new --root"
+
+
+def _not_a_manifest(store: Store, manifest) -> str | None:
+    """What makes ``manifest`` no manifest of the old layout this can convert (None: it is one). Every file
+    it lists must be a file under the root's ``data/<table>/``: a manifest is data, and the conversion
+    links the files it names into the tables."""
+    if not isinstance(manifest, dict):
+        return f"it holds a JSON {type(manifest).__name__.replace('NoneType', 'null')}, not an object"
+    tables = manifest.get("tables")
+    if not isinstance(tables, dict):
+        return "it has no 'tables' object"
+    if not isinstance(manifest.get("settings", {}), dict):
+        return "its 'settings' is not an object"
+    for name in TABLES:
+        entries = tables.get(name, [])
+        if not isinstance(entries, list):
+            return f"its table {name} is not a list of files"
+        for entry in entries:
+            rel = entry.get("path") if isinstance(entry, dict) else None
+            columns = entry.get("columns") if isinstance(entry, dict) else None
+            if not isinstance(rel, str) or not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
+                return f"its table {name} lists {entry!r}, not a file entry (path, columns)"
+            parts = rel.split("/")
+            if len(parts) != 3 or parts[:2] != ["data", name] or parts[2] in ("", ".", ".."):
+                return f"its table {name} lists {rel!r}, which is not a file of data/{name}/"
+            if not os.path.isfile(store.abspath(rel)) or os.path.islink(store.abspath(rel)):
+                return f"its table {name} lists {rel}, which is not a file there"
+    return None
 
 
 def _convert(store: Store, manifest: dict) -> None:
@@ -62,7 +97,11 @@ def _convert(store: Store, manifest: dict) -> None:
             n += 1
             target = store.data_path(name, f"{run_id}-u{n:05d}.parquet")
             _link(store.abspath(entry["path"]), target)
-            parts.append(Part.of(root, target))
+            try:
+                parts.append(Part.of(root, target))
+            except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError
+                raise StorageError(f"{store.root / LEGACY_MANIFEST}: damaged manifest: it lists {entry['path']}, "
+                                   f"which is not a readable Parquet file ({first_line(e)}); {REINGEST}") from None
             columns |= set(entry["columns"])
         version = delta.commit_table(store.table_uri(name), None, table.arrow_schema, parts, [], meta)
         record.tables[name] = {"version": version, "columns": [c for c in table.column_names if c in columns]

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import StorageError
+from . import delta, remote
+from .delta import Damage
+from .errors import DamagedTable, StorageError, first_line
 from .remote import StorageOptions
 from .storage import SnapshotRecord, Store
 from .tables import TABLES, Table, duckdb_type
@@ -72,12 +75,60 @@ def raw_select(table: Table, files: list[str], present: set[str]) -> str:
     return f"SELECT {select}\nFROM read_parquet({file_list}, union_by_name = true)"
 
 
-def create_raw_views(con: duckdb.DuckDBPyConnection, files: dict[str, list[str]], record: SnapshotRecord) -> None:
+def create_raw_views(con: duckdb.DuckDBPyConnection, files: dict[str, list[str]], record: SnapshotRecord,
+                     damaged: dict[str, str] | None = None, diagnose=None) -> None:
+    """``raw.<table>`` for every declared table. A damaged table's view (``damaged``: table -> the message
+    saying what is wrong and what to do; ``diagnose(table, error)`` gives one for a view DuckDB cannot
+    make, when it reads the files' footers) fails with that message when a query reads it: a connection
+    opens on a warehouse with a damaged table, and everything that does not read that table works."""
     con.execute("CREATE SCHEMA IF NOT EXISTS raw")
+    damaged = damaged if damaged is not None else {}
     for table in TABLES.values():
         pinned = record.tables.get(table.name) or {}
         present = set(pinned.get("columns", ()))
-        con.execute(f"CREATE OR REPLACE VIEW raw.{table.name} AS {raw_select(table, files.get(table.name, []), present)}")
+        if table.name not in damaged:
+            try:
+                con.execute(f"CREATE OR REPLACE VIEW raw.{table.name} AS "
+                            f"{raw_select(table, files.get(table.name, []), present)}")
+                continue
+            except duckdb_errors() as e:  # a data file missing, or not Parquet
+                if diagnose is None:
+                    raise
+                damaged[table.name] = diagnose(table.name, e)
+        con.execute(f"CREATE OR REPLACE VIEW raw.{table.name} AS {failing_select(table, damaged[table.name])}")
+
+
+def failing_select(table: Table, message: str) -> str:
+    """A SELECT with ``table``'s columns that fails with ``message`` when a query reads a row of it."""
+    cols = ", ".join(f"CAST(NULL AS {duckdb_type(c)}) AS {c.name}" for c in table.columns)
+    return f"SELECT {cols} FROM (SELECT error({_quote(message)}) AS damaged) WHERE damaged IS NOT NULL"
+
+
+def duckdb_errors():
+    import duckdb
+
+    return duckdb.Error
+
+
+#: how a damaged table's message reads, inside the error DuckDB raises for a query on its view
+_DAMAGED_IN_ERROR = re.compile(r"Invalid Input Error: (.*?: table (\w+) is damaged: .*)")
+#: the relation of a remote root's table (``register_remote_files``), named in the error of a failed read
+_ARROW_IN_ERROR = re.compile(r"_warehouse_arrow_(\w+)'? failed: (.*)")
+
+
+def damage_error(e: BaseException, root: str) -> DamagedTable | None:
+    """For a query's error that is a damaged table's (its view's message, or a remote root's data file that
+    could not be read): the one-line error to raise instead; None for any other error."""
+    text = str(e)
+    m = _DAMAGED_IN_ERROR.search(text)
+    if m:
+        return DamagedTable(m.group(1).strip(), table=m.group(2))
+    m = _ARROW_IN_ERROR.search(text)
+    if m:
+        name = m.group(1)
+        return DamagedTable(f"{root}: table {name} is damaged: a data file of it cannot be read "
+                            f"({m.group(2).splitlines()[0]}); {REREAD}", table=name)
+    return None
 
 
 #: marks a "file list" that is an Arrow dataset registered in the connection under the name that follows
@@ -94,8 +145,6 @@ def register_remote_files(con: duckdb.DuckDBPyConnection, files: dict[str, list[
     footer. Returns the table -> "file list" ``raw_select`` reads (``ARROW_SCAN`` + name), and the
     registered name -> dataset (a cursor of ``con`` does not see them: ``cursor`` registers them again)."""
     import pyarrow.dataset as ds
-
-    from . import remote
 
     out, registered = {}, {}
     for name, urls in files.items():
@@ -129,12 +178,15 @@ def apply_sql_views(con: duckdb.DuckDBPyConnection, path_fields_files: list[str]
             con.execute(f"CREATE OR REPLACE VIEW path_fields AS SELECT * FROM {path_fields_files[0][len(ARROW_SCAN):]}")
             continue
         if path.name == PATH_FIELDS_SQL and path_fields_files:
-            con.execute(
-                "CREATE OR REPLACE VIEW path_fields AS SELECT * FROM read_parquet(["
-                + ", ".join(_quote(f) for f in path_fields_files)
-                + "])"
-            )
-            continue
+            try:
+                con.execute(
+                    "CREATE OR REPLACE VIEW path_fields AS SELECT * FROM read_parquet(["
+                    + ", ".join(_quote(f) for f in path_fields_files)
+                    + "])"
+                )
+                continue
+            except duckdb_errors():  # its file damaged: the same rows from the catalog, by the SQL that made them
+                pass
         con.execute(path.read_text())
     for statement in format_views():
         con.execute(statement)
@@ -167,32 +219,50 @@ class Snapshot:
     #: a remote root's tables: the Arrow datasets registered in the connection, by name (``cursor``)
     datasets: dict = field(default_factory=dict, compare=False, repr=False)
 
+    #: tables that cannot be read, and why (their views fail with it)
+    damaged: dict = field(default_factory=dict, compare=False, repr=False)
+
     def missing(self) -> list[str]:
         """The files of this snapshot that are gone (deleted by `warehouse compact` once past its retention)."""
-        from . import remote
-
         return [f for f in self.files if not remote.exists(f)]
 
 
 def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None, threads: int | None = None,
                   storage_options: StorageOptions = None) -> tuple[duckdb.DuckDBPyConnection, Snapshot]:
     """``connect(root, as_of=...)`` and the snapshot the connection reads."""
-    from . import checks, remote
+    from . import checks
 
     as_of = checks.as_of(as_of)
     remote.configure_for(root, storage_options)
     store = Store(root)
     record = read_existing_snapshot(store, root, as_of)
     schemas: dict = {}
-    files = pinned_files(store, record, schemas)
-    if as_of is not None:  # an old snapshot: its files may have been vacuumed (the latest's never are)
-        from . import remote
-
+    # The latest snapshot's files are never vacuumed: a table of it that cannot be read is damaged, and the
+    # others stay readable. An older snapshot's may have been: it is read whole or not at all.
+    damaged: dict[str, Damage] | None = {} if as_of is None else None
+    opened: dict = {}
+    files = pinned_files(store, record, schemas, damaged, opened)
+    if as_of is not None:
+        for name in files:
+            made = delta.made_after(store.table_uri(name), record.tables[name]["version"], record.number)
+            if made is not None:
+                raise StorageError(
+                    f"{root}: snapshot {as_of} cannot be read any more: table {name} was made again by snapshot "
+                    f"{made}, its Delta log having been lost. {readable_hint(store)}")
         gone = [f for fs in files.values() for f in fs if not remote.exists(f)]
         if gone:
             raise StorageError(
                 f"{root}: snapshot {as_of} cannot be read any more: `warehouse compact` deleted {len(gone)} of its "
                 f"files (e.g. {store.rel(gone[0])}). {readable_hint(store)}")
+    elif store.remote:  # read through Arrow datasets, which look at a file only when a query reads it
+        for name in list(files):
+            # a missing object, by one listing; one that is no Parquet file fails the query that reads it, and
+            # ``damage_error`` names its table (a file of another size than logged is the writers' to mend)
+            found = delta.data_damage(str(store.root), name, opened[name], by_size=False)
+            if found is not None:
+                damaged[name] = found
+                del files[name]
+    messages = {name: damage_message(str(store.root), d) for name, d in (damaged or {}).items()}
     import duckdb
 
     con = duckdb.connect(":memory:")
@@ -205,42 +275,100 @@ def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None, threads:
     datasets: dict = {}
     if store.remote:
         files, datasets = register_remote_files(con, files, schemas)
-    create_raw_views(con, files, record)
+    create_raw_views(con, files, record, messages, None if damaged is None else _diagnose_view(store, opened))
     fresh = record.path_fields_sql == path_fields_sql_hash()
-    apply_sql_views(con, files.get(PATH_FIELDS) if fresh else None)
-    return con, Snapshot(str(store.root), record.number, record.run_id, every, datasets)
+    apply_sql_views(con, files.get(PATH_FIELDS) if fresh and PATH_FIELDS not in messages else None)
+    return con, Snapshot(str(store.root), record.number, record.run_id, every, datasets, messages)
 
 
-def pinned_files(store: Store, record: SnapshotRecord, schemas: dict | None = None) -> dict[str, list[str]]:
-    """table -> the files of the Delta version ``record`` pins (a vacuumed version: a StorageError saying so);
-    ``schemas`` (when given) gets each table's Arrow schema at that version."""
-    from . import delta
+def _diagnose_view(store: Store, opened: dict):
+    """For ``create_raw_views``: the message for a table whose view DuckDB could not make."""
 
+    def diagnose(name: str, error: BaseException) -> str:
+        found = delta.data_damage(str(store.root), name, opened[name], footers=True)
+        if found is None:  # nothing wrong with its files after all: DuckDB's own reason
+            found = delta.Damage(name, delta.UNKNOWN, f"its data files cannot be read ({first_line(error)})",
+                                 name)
+        return damage_message(str(store.root), found)
+
+    return diagnose
+
+
+#: what to do about a table that lost data files or its log: the next ingest reads its sources again
+REREAD = "the next `warehouse ingest` into this root reads again the sources whose rows were in it"
+
+
+def damage_message(root: str, d: Damage) -> str:
+    """The one line for a damaged table: the table, the damage, the file, what to do."""
+    if d.table == PATH_FIELDS:
+        fix = "the views compute it from the catalog meanwhile, and the next `warehouse ingest` writes it again"
+    elif d.kind in (delta.CHECKPOINT, delta.BEYOND):
+        fix = f"`warehouse compact --root {root}` (or the next `warehouse ingest`) mends it"
+    elif d.kind == delta.UNKNOWN:
+        fix = (f"if it stays so, move {root}/{d.table} away: the next `warehouse ingest` then makes the table "
+               "again from its sources")
+    elif d.table == "sources":
+        fix = ("the next `warehouse ingest` into this root rebuilds the catalog by reading again every source "
+               "the tables hold rows of")
+    elif d.kind == delta.LOST_LOG:
+        fix = "the next `warehouse ingest` into this root makes the table again, reading its sources again"
+    else:
+        fix = REREAD
+    where = f" ({d.path})" if d.path and d.path not in d.what else ""
+    return f"{root}: table {d.table} is damaged: {d.what}{where}; {fix}"
+
+
+def declared(record: SnapshotRecord) -> list[str]:
+    """The tables of ``record`` that the warehouse declares (its own, path_fields and the installed formats'):
+    the only ones a command reads or writes. A snapshot's name for anything else (a format uninstalled
+    since) keeps its pin, untouched."""
+    return [name for name in record.tables if name in TABLES or name == PATH_FIELDS]
+
+
+def pinned_files(store: Store, record: SnapshotRecord, schemas: dict | None = None,
+                 damaged: dict | None = None, opened: dict | None = None) -> dict[str, list[str]]:
+    """table -> the files of the Delta version ``record`` pins; ``schemas`` (when given) gets each table's
+    Arrow schema at that version, ``opened`` its DeltaTable opened there. A table whose log cannot be read:
+    with ``damaged`` (a dict), its ``delta.Damage`` goes there and the table is left out; without, a
+    StorageError saying so."""
     out = {}
-    for name, pinned in record.tables.items():
+    for name in declared(record):
+        version = record.tables[name]["version"]
         try:
-            out[name], schema = delta.live_files_and_schema(store.table_uri(name), pinned["version"])
-            if schemas is not None:
-                schemas[name] = schema
-        except Exception as e:  # deltalake's errors for a version whose log was cleaned up, or a table gone
-            raise StorageError(
-                f"{store.root}: snapshot {record.number} cannot be read any more: table {name} version "
-                f"{pinned['version']}: {e}. {readable_hint(store)}"
-            ) from None
+            table = delta.open_table(store.table_uri(name), version)
+            out[name], schema = delta.files_and_schema(table)
+        except Exception as e:  # noqa: BLE001 - deltalake's errors for a log damaged, cleaned up or gone
+            found = delta.diagnose(str(store.root), name, version, e)
+            if damaged is None:
+                raise StorageError(
+                    f"{store.root}: snapshot {record.number} cannot be read any more: table {name} version "
+                    f"{version}: {found.what}. {readable_hint(store)}"
+                ) from None
+            damaged[name] = found
+            continue
+        if damaged is not None and not store.remote:  # a commit emptied by a crash reads as no change at all
+            gap = delta.log_gap(str(store.root), name, version)
+            if gap is not None and gap.kind == delta.LOST_LOG:
+                damaged[name] = gap
+                del out[name]
+                continue
+        if schemas is not None:
+            schemas[name] = schema
+        if opened is not None:
+            opened[name] = table
     return out
 
 
 def readable_snapshots(store: Store, records: list[SnapshotRecord] | None = None) -> set[int]:
-    """The numbers of the snapshots (of ``records``, default all) whose files are all still there:
-    `warehouse compact` deletes the files only older snapshots read. Each table's log is read
-    forward once, and each file looked for once, however many snapshots pin it."""
-    from . import delta, remote
-
-    records = store.snapshots() if records is None else records
+    """The numbers of the snapshots (of ``records``, default all the readable ones) whose files are all still
+    there: `warehouse compact` deletes the files only older snapshots read. Each table's log is read
+    forward once, and each file looked for once, however many snapshots pin it. A snapshot pinning a
+    version of a table made again after it (its log lost: ``delta.made_after``) is not readable either."""
+    records = store.snapshots([]) if records is None else records
     pinned: dict[str, set[int]] = {}
     for record in records:
-        for name, p in record.tables.items():
-            pinned.setdefault(name, set()).add(p["version"])
+        for name in declared(record):
+            pinned.setdefault(name, set()).add(record.tables[name]["version"])
     there: dict[str, bool] = {}
 
     def all_there(files: list[str] | None) -> bool:
@@ -255,12 +383,22 @@ def readable_snapshots(store: Store, records: list[SnapshotRecord] | None = None
 
     ok = {(name, v): all_there(files) for name, versions in pinned.items()
           for v, files in delta.live_files_by_version(store.table_uri(name), versions).items()}
-    return {r.number for r in records if all(ok[name, p["version"]] for name, p in r.tables.items())}
+    made_by: dict[tuple[str, int], int | None] = {}  # the snapshot that committed each version, read once
+
+    def pinned_ok(record: SnapshotRecord, name: str) -> bool:
+        v = record.tables[name]["version"]
+        if not ok[name, v]:
+            return False
+        if (name, v) not in made_by:
+            made_by[name, v] = delta.made_after(store.table_uri(name), v, -1)
+        return made_by[name, v] is None or made_by[name, v] <= record.number
+
+    return {r.number for r in records if all(pinned_ok(r, name) for name in declared(r))}
 
 
 def readable_hint(store: Store) -> str:
     """Which snapshots can still be read (their files all there), for messages about one that cannot."""
-    records = store.snapshots()
+    records = store.snapshots([])
     good = readable_snapshots(store, records)
     readable = []
     for record in reversed(records):

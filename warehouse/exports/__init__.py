@@ -33,6 +33,7 @@ from ..errors import ExportError, QueryError, UsageError
 from ..query import columns_hint, open_existing
 from ..remote import StorageOptions
 from ..storage import Store
+from ..views import damage_error
 from .where import sandbox, selection_sql
 from .workspace import Workspace
 
@@ -122,7 +123,7 @@ SELECTION_SQL = (
 )
 
 
-def select(con: duckdb.DuckDBPyConnection, where: str | None) -> int:
+def select(con: duckdb.DuckDBPyConnection, where: str | None, root: str = "") -> int:
     """Make the temp tables ``selected`` and ``selected_records``; the number of responses.
 
     ``where`` must be one boolean expression over the warehouse's views (``where.py``).
@@ -135,6 +136,8 @@ def select(con: duckdb.DuckDBPyConnection, where: str | None) -> int:
     except duckdb.OutOfMemoryException:
         raise  # not the predicate's fault: export() says what to do
     except duckdb.Error as e:
+        if (damaged := damage_error(e, root)) is not None:
+            raise damaged from None
         raise QueryError(f"--where {where!r}: {e}\n\ncolumns of responses you can filter on:\n{columns_hint(con, 'responses')}") from None
     return con.execute("SELECT count(*) FROM selected").fetchall()[0][0]  # fetchall: leaves no open result
 
@@ -190,7 +193,7 @@ def export(
         # the Delta tables' folders only; a remote root's tables are Arrow datasets registered in the
         # connection (views.register_remote_files), read without DuckDB's file system: no folder at all
         sandbox(con, [] if store.remote else [str(d) for d in store.table_dirs()])
-        total = select(con, where)
+        total = select(con, where, str(root))
         shown.selected(total)
         ctx = ExportContext(con, space.output, total, shown, target=out)
         written = spec.write(ctx)
@@ -198,7 +201,7 @@ def export(
         space.commit()
         done = True
     except BaseException as e:
-        said = _said(e, out, memory_limit)
+        said = _said(e, out, memory_limit, str(root))
         if said is e:
             raise
         raise said from None
@@ -252,8 +255,10 @@ def _remove_made(made: list[str]) -> None:
 NO_ROOM = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 
 
-def _said(e: BaseException, out: str, memory_limit: str) -> BaseException:
+def _said(e: BaseException, out: str, memory_limit: str, root: str) -> BaseException:
     """The message for an export that failed on the machine, not on the data; else ``e`` itself."""
+    if isinstance(e, duckdb.Error) and (damaged := damage_error(e, root)) is not None:
+        return damaged  # (the export's partial output is removed as for any failure)
     if isinstance(e, duckdb.OutOfMemoryException):
         return ExportError(
             f"export to {out}: DuckDB needed more than --memory-limit {memory_limit} and could not spill the rest "

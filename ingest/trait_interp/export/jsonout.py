@@ -67,7 +67,9 @@ class FileWriter:
         self.count += 1
 
     def close(self) -> None:
-        if self.f is not None:
-            self.f.write("\n]\n" if self.array else "\n")
-            self.f.close()
-            self.f = None
+        f, self.f = self.f, None  # forgotten first: a close that fails (a full disk) is not tried again
+        if f is not None:
+            try:
+                f.write("\n]\n" if self.array else "\n")
+            finally:
+                f.close()
