@@ -8,7 +8,7 @@ CREATE OR REPLACE VIEW token_trajectory AS
 WITH t AS (
     SELECT
         v.*,
-        CASE WHEN v.segment = 'prompt' THEN v.token_index ELSE r.prompt_end + v.token_index END AS sequence_index,
+        CAST(CASE WHEN v.segment = 'prompt' THEN v.token_index ELSE r.prompt_end + v.token_index END AS INTEGER) AS sequence_index,  -- INTEGER: Spark indexes lists by INT
         r.tokens AS response_tokens
     FROM token_values AS v
     LEFT JOIN raw.responses AS r ON r.response_id = v.response_id

@@ -32,8 +32,9 @@ def test_parquet_holds_the_selection_and_its_children(sw, tmp_path):
     out = tmp_path / "out"
     assert sorted(p.name for p in out.iterdir()) == [
         "README.md", "annotations.parquet", "attachments.parquet", "chunks.parquet", "evaluations.parquet",
-        "reference_texts.parquet", "responses.parquet", "rubric_criteria.parquet", "sample_events.parquet",
-        "sentence_boundaries.parquet", "sources.parquet", "turns.parquet"]  # README.md: the dataset card (tests/test_dataset_card.py)
+        "projection_files.parquet", "reference_texts.parquet", "responses.parquet", "rubric_criteria.parquet",
+        "sample_events.parquet", "sentence_boundaries.parquet", "sources.parquet", "token_values.parquet",
+        "turns.parquet"]  # README.md: the dataset card (tests/test_dataset_card.py)
     responses = pq.read_table(out / "responses.parquet")
     assert responses.num_rows == expected and "experiment" in responses.column_names  # path fields come along
     ids = set(responses.column("response_id").to_pylist())

@@ -116,13 +116,15 @@ def test_files_known_not_to_be_records_are_catalogued_with_the_reason_and_pass_s
                          '{"type": "header", "trait": "c/t"}\n{"result": {"trait_mean": 71.2}, "config": {"layers": [25]}}\n')
     config = write_json(tmp_path / "experiments/x/config.json", {"model_variants": {"instruct": {"model": "m"}}})
     s = wh.ingest(tmp_path, strict=True)
-    assert s.committed and s.files_not_records == 2 and s.files_ingested == 1
-    assert "2 not records" in s.text()
+    assert s.committed and s.files_not_records == 1 and s.files_ingested == 2
+    assert "1 not records" in s.text()
     rows = {r["source_path"]: r for r in sources(wh)}
     assert rows[str(response)]["status"] == "ingested"
     assert rows[str(results)]["status"] == "not_records" and rows[str(results)]["records"] == 0
     assert "steering results" in rows[str(results)]["reason"]
-    assert rows[str(config)]["status"] == "not_records" and "experiment config" in rows[str(config)]["reason"]
+    # the experiment config is a record now: its model variants (docs/formats/trait_interp.md)
+    assert rows[str(config)]["status"] == "ingested"
+    assert wh.rows("SELECT variant, model FROM model_variants") == [{"variant": "instruct", "model": "m"}]
     assert wh.one("SELECT count(*) FROM quarantine") == 0
     assert wh.ingest(tmp_path, strict=True).files_unchanged == 3  # and they are not looked at again
 
