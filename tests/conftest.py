@@ -70,6 +70,13 @@ def empty_hugging_face_cache(tmp_path_factory):
         yield
 
 
+def pytest_collection_modifyitems(items):
+    """The tests that use the session's Spark run on one worker (pytest-xdist): one JVM, started once."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("spark"))
+
+
 def pytest_addoption(parser):
     parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/* from the current output (read the diff!)")
     parser.addoption("--update-screenshots", action="store_true",

@@ -24,6 +24,7 @@ import importlib.util
 import inspect
 import json
 import os
+import shutil
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -202,8 +203,9 @@ def converted(model: Model, store: Path) -> Path:
     key.update(f"{transformers.__version__} {tokenizers.__version__} {inspect.getsource(model.build)}".encode())
     folder = store / f"{model.id.replace('/', '--')}-{key.hexdigest()[:16]}"
     if not (folder / "tokenizer.json").is_file():
-        work = folder.with_name(folder.name + ".partial")
-        work.mkdir(parents=True, exist_ok=True)
+        work = folder.with_name(f"{folder.name}.partial-{os.getpid()}")  # test processes may convert it at once
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
         previous = os.environ.get("TIKTOKEN_CACHE_DIR")
         os.environ["TIKTOKEN_CACHE_DIR"] = ""  # tiktoken's loader would keep a copy in the temporary folder
         try:
@@ -213,7 +215,10 @@ def converted(model: Model, store: Path) -> Path:
                 del os.environ["TIKTOKEN_CACHE_DIR"]
             else:
                 os.environ["TIKTOKEN_CACHE_DIR"] = previous
-        work.rename(folder)
+        try:
+            work.rename(folder)
+        except OSError:  # another test process put its copy there first: the same conversion
+            shutil.rmtree(work)
     return folder
 
 

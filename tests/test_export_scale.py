@@ -240,7 +240,7 @@ def source_file(tmp: Path, docs: list, layout: str) -> Path:
     return write_text(tmp / "src" / "docs.json", json.dumps(docs))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large], phases=FAST)
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large], phases=FAST)
 @given(docs=st.lists(documents(strict=False), min_size=1, max_size=3), layout=st.sampled_from(["json", "jsonl", "file"]))
 def test_generated_documents_round_trip(docs, layout):
     with tempfile.TemporaryDirectory() as tmp:
@@ -371,7 +371,7 @@ def test_an_annotation_without_a_type_crashes_the_sdk(tmp_path):
     assert Turn.from_dict({**doc, "annotations": [{**turn["annotations"][0], "type": "integer"}]}).annotations
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large], phases=FAST)
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large], phases=FAST)
 @given(docs=st.lists(documents(strict=True), min_size=1, max_size=3))
 def test_generated_well_formed_documents_load_with_the_sdk_as_their_sources_do(docs):
     with tempfile.TemporaryDirectory() as tmp:

@@ -182,11 +182,11 @@ def test_a_changed_object_replaces_its_rows_and_prune_drops_a_deleted_one(s3, bu
 def test_a_large_object_streams_in_ranged_pieces_like_a_local_file(s3, bucket, tmp_path, monkeypatch):
     import warehouse.pieces as pieces
 
-    monkeypatch.setattr(pieces, "CHUNK_BYTES", 4096)  # pieces of a few lines: several ranged reads
+    monkeypatch.setattr(pieces, "CHUNK_BYTES", 32768)  # pieces of a few dozen lines: several ranged reads
     lines = b"".join(p.read_bytes() for p in sorted((SAMPLES / "afterimage").rglob("*.jsonl")))
     local = tmp_path / "src" / "big.jsonl"
     local.parent.mkdir()
-    local.write_bytes(lines * 20)
+    local.write_bytes(lines * 4)
     url = f"s3://{bucket}/big/big.jsonl"
     put(s3, url, local.read_bytes())
     remote_wh, local_wh = Warehouse(tmp_path / "remote"), Warehouse(tmp_path / "local")
