@@ -1,17 +1,7 @@
--- responses: one row per model output, with the fields derived from its path
--- (path_fields) and, for trait-interp extraction, the generation parameters of
--- its directory (generation_metadata, joined on the directory).
+-- responses: one row per model output, with the fields derived from its path (path_fields) and the
+-- parameters its folder's responses were generated with (generation_params, joined on the folder).
+-- Both come from the installed formats that define them (NULL where none does).
 CREATE OR REPLACE VIEW responses AS
-WITH gm AS (
-    -- One parameters file per directory: the sibling metadata.json wins over an
-    -- older generation_metadata.json one level up.
-    SELECT responses_dir, params
-    FROM raw.generation_metadata
-    QUALIFY row_number() OVER (
-        PARTITION BY responses_dir
-        ORDER BY (source_path LIKE '%/generation_metadata.json'), source_path
-    ) = 1
-)
 SELECT
     r.*,
     pf.experiment,
@@ -29,7 +19,7 @@ SELECT
     pf.layers,
     pf.coefficients,
     pf.run_timestamp,
-    gm.params AS generation_params
+    gp.generation_params
 FROM raw.responses AS r
 LEFT JOIN path_fields AS pf USING (source_path)
-LEFT JOIN gm ON gm.responses_dir = pf.source_dir;
+LEFT JOIN generation_params AS gp ON gp.source_dir = pf.source_dir;

@@ -1,4 +1,4 @@
-"""sql/10_path_fields.sql on every trait-interp layout (docs/paths.md), run directly in DuckDB."""
+"""trait-interp's path grammar (the ``path_fields`` it defines) on every layout (docs/paths.md), run directly in DuckDB."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import datetime as dt
 import duckdb
 import pytest
 
-from warehouse.views import PATH_FIELDS_SQL, sql_dir
+from warehouse.formats.trait_interp import TraitInterp
+from warehouse.formats.trait_interp.path_fields import PATH_FIELDS
+from warehouse.views import view_files, view_name
 
 FIELDS = (
     "experiment", "pipeline", "model_variant", "trait", "position", "prompt_set", "prompt_id",
@@ -78,7 +80,7 @@ def con():
     c = duckdb.connect()
     c.execute("CREATE SCHEMA raw")
     c.execute("CREATE TABLE raw.sources AS SELECT unnest(?::VARCHAR[]) AS source_path", [[p for p, _ in CASES]])
-    c.execute((sql_dir() / PATH_FIELDS_SQL).read_text())
+    c.execute(PATH_FIELDS)
     yield c
     c.close()
 
@@ -95,6 +97,23 @@ def test_source_dir_is_the_parent_directory(con):
     assert con.execute(
         "SELECT source_dir FROM path_fields WHERE source_path LIKE '%ulterior_motive/base/responses/pos.json'"
     ).fetchone()[0] == "/d/experiments/e/extraction/rm_hack/ulterior_motive/base/responses"
+
+
+def test_the_views_trait_interp_defines_have_the_columns_of_the_core_ones():
+    """Its statements replace the core's (``Ingestor.defines``), which the core's views read: the same
+    columns in the same order with the same types, or responses would change with the formats installed."""
+    c = duckdb.connect()
+    c.execute("CREATE SCHEMA raw")
+    c.execute("CREATE TABLE raw.sources AS SELECT 'experiments/e/inference/v/responses/s/1.json' AS source_path")
+    c.execute("CREATE TABLE raw.generation_metadata (responses_dir VARCHAR, params JSON, source_path VARCHAR)")
+    core = {view_name(path.read_text()): path.read_text() for path in view_files()}
+    assert set(TraitInterp.defines) == {"path_fields", "generation_params"}
+    for name, statement in TraitInterp.defines.items():
+        c.execute(core[name])
+        want = c.execute(f"DESCRIBE {name}").fetchall()
+        c.execute(statement)
+        assert c.execute(f"DESCRIBE {name}").fetchall() == want, name
+    c.close()
 
 
 def test_a_path_field_filter_reaches_the_parquet_scan_as_a_list_of_paths(tmp_path):

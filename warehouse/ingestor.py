@@ -37,6 +37,11 @@ if TYPE_CHECKING:
 #: (``suffixes``), and a file of such a kind that no format claims is passed over
 JSON_SUFFIXES = (".json", ".jsonl")
 
+#: views of the core (``sql/``) whose rules are a format's, which ``Ingestor.defines`` may give: the fields a
+#: source file's path encodes (``path_fields``), the parameters a folder's responses were generated with
+#: (``generation_params``). The core's own statement gives their columns, NULL (no rows for the latter).
+DEFINABLE_VIEWS = ("path_fields", "generation_params")
+
 
 class Ingestor(ABC):
     # --- who it is ---------------------------------------------------------------------
@@ -82,6 +87,12 @@ class Ingestor(ABC):
     #: SQL statements (``CREATE OR REPLACE VIEW ...``) making its own views, run after the
     #: views of ``sql/``, so they may read every view there
     views: ClassVar[tuple[str, ...]] = ()
+    #: statements of views the core reads and leaves to a format (``DEFINABLE_VIEWS``), ``{view name:
+    #: "CREATE OR REPLACE VIEW <name> AS ..."}``, with the columns (names, types, order) of the core's own
+    #: statement in ``sql/``, which they replace where it runs: the core's views read them (``responses``
+    #: joins both), whatever format wrote the rows. When several installed formats define one, the first in
+    #: detection order gives it.
+    defines: ClassVar[Mapping[str, str]] = {}
     #: sections of ``warehouse stats`` of its own, ``{name: SQL query over the views}``: each result is shown
     #: after the core's counts, headed by ``name`` (underscores as spaces; one without rows is left out), and
     #: in ``--format json`` under ``name`` as a list of objects

@@ -89,7 +89,8 @@ def _distributions_registering(name: str):
 
 def _checked(name: str, ref: str) -> Ingestor:
     ingestor = _load(name, ref)
-    if (ingestor.columns or ingestor.tables or ingestor.views) and (name, ref) not in _installed().refs:
+    if (ingestor.columns or ingestor.tables or ingestor.views or ingestor.defines) \
+            and (name, ref) not in _installed().refs:
         raise FormatError(
             f"format {name!r} ({ref}) adds columns, tables or views but is not installed: register it as an "
             f"entry point in the group {GROUP!r} so every reader of the warehouse knows them"
@@ -99,7 +100,7 @@ def _checked(name: str, ref: str) -> Ingestor:
 
 @functools.cache
 def _load(name: str, ref: str) -> Ingestor:
-    from .ingestor import Ingestor
+    from .ingestor import DEFINABLE_VIEWS, Ingestor
 
     try:
         cls = EntryPoint(name, ref, GROUP).load()
@@ -113,6 +114,11 @@ def _load(name: str, ref: str) -> Ingestor:
     if getattr(cls, "name", None) != name:
         raise FormatError(f"format {name!r}: {ref}.name is {getattr(cls, 'name', None)!r}; the entry point's name "
                           "and the class's name must be the same (it is the --format value)")
+    unknown = sorted(set(cls.defines) - set(DEFINABLE_VIEWS))
+    if unknown:
+        raise FormatError(f"format {name!r}: defines the views {', '.join(unknown)}, which are not the core's to leave "
+                          f"to a format (Ingestor.defines may give: {', '.join(DEFINABLE_VIEWS)}); make them its own "
+                          "views (Ingestor.views)")
     if cls.fast_path and cls.fast_lines is Ingestor.fast_lines:
         raise FormatError(f"format {name!r}: declares fast_path = True but does not implement fast_lines")
     return cls()

@@ -288,6 +288,16 @@ ANNOTATIONS = Table(
         J("possible_values", "allowed values as written (flat or nested)"),
         J("metadata", "the annotation's metadata object"),
         C("source_annotation_id", STR, "the annotation's own id in its source (its `id`); not unique: a source may reuse one id at several levels"),
+        # how a span was placed in its response: the views annotated_spans and span_values read them
+        C("occurrences", I64, "times the span text occurs in the response (case-insensitively when only that matched)"),
+        C("match", STR, "how the span was found: exact, case_insensitive; NULL when not found"),
+        C("unresolved_reason", STR, "why a span has no character range (not found, empty, repeat beyond the occurrences, no response text)"),
+        C("token_source", STR, "where the token range comes from: annotation_file, stored_tokens or tokenizer"),
+        C("tokenizer", STR, "the tokenizer that made the token range (token_source tokenizer): its folder, or the Hugging "
+          "Face model id it was found by in the local cache"),
+        C("tokenizer_revision", STR, "the revision (commit) of that model the local Hugging Face cache held; NULL for a folder"),
+        C("token_base", STR, "token indices are relative to the response start (response) or the whole sequence (sequence)"),
+        C("prompt_tokens", I64, "prompt length in tokens under the tokenization used: absolute index = prompt_tokens + token_start"),
         *provenance(),
         EXTRA,
     ),

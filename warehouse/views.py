@@ -7,8 +7,10 @@ Two layers:
   older file lacks it) and JSON columns typed JSON. Empty tables are typed empty relations, so a
   query on any table works on any warehouse.
 * the public views, defined by the files in ``sql/``, applied in name order,
-  one view per file; then the views the installed formats define
-  (``Ingestor.views``), which may read any of those.
+  one view per file (``path_fields`` and ``generation_params``: the statement of the
+  first installed format that defines them, ``Ingestor.defines``, when one does);
+  then the installed formats' own views (``Ingestor.views``), which may read any
+  of those (``view_statements``).
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ from .tables import TABLES, Table, duckdb_type
 if TYPE_CHECKING:  # imported where a connection is made: every ingest imports this module, few need duckdb
     import duckdb
 
-PATH_FIELDS_SQL = "10_path_fields.sql"
-#: the table path-derived fields are materialised in, one row per source path (joined on source_path)
+#: the table path-derived fields are materialised in, one row per source path (joined on source_path); also
+#: the name of the view that derives them (``sql/10_path_fields.sql``, or a format's: ``Ingestor.defines``)
 PATH_FIELDS = "path_fields"
 
 
@@ -44,11 +46,42 @@ def sql_dir() -> Path:
 
 
 def view_files() -> list[Path]:
+    """The core's view files, one view each, in the order they are made."""
     return sorted(sql_dir().glob("*.sql"))
 
 
+def view_name(statement: str) -> str:
+    """The view a ``CREATE OR REPLACE VIEW`` statement makes."""
+    return re.search(r"CREATE OR REPLACE VIEW (\w+)", statement).group(1)
+
+
+def view_statements() -> list[tuple[str, str]]:
+    """(view name, statement) of every view, in the order they are made: the core's (``view_files``), the
+    ones a format defines (``Ingestor.defines``) by its statement, then the formats' own (``format_views``)."""
+    defined = format_defines()
+    core = [(view_name(text), text) for text in (path.read_text() for path in view_files())]
+    return [(name, defined.get(name, text)) for name, text in core] + [(view_name(v), v) for v in format_views()]
+
+
+def format_defines() -> dict[str, str]:
+    """The core's views the installed formats define, ``{name: statement}``: the first format's, in detection order."""
+    from .registry import Registry
+
+    defined: dict[str, str] = {}
+    for ingestor in Registry.installed().ingestors():
+        for name, statement in ingestor.defines.items():
+            defined.setdefault(name, statement)
+    return defined
+
+
+def path_fields_statement() -> str:
+    """The statement of ``path_fields`` in use: the installed format's that defines it, else the core's."""
+    return format_defines().get(PATH_FIELDS) or (sql_dir() / "10_path_fields.sql").read_text()
+
+
 def path_fields_sql_hash() -> str:
-    return hashlib.sha256((sql_dir() / PATH_FIELDS_SQL).read_bytes()).hexdigest()
+    """What a materialised path_fields was made by: the copy is read only while the statement is the same."""
+    return hashlib.sha256(path_fields_statement().encode()).hexdigest()
 
 
 def _quote(s: str) -> str:
@@ -171,13 +204,13 @@ def cursor(con: duckdb.DuckDBPyConnection, snapshot: "Snapshot") -> duckdb.DuckD
 
 
 def apply_sql_views(con: duckdb.DuckDBPyConnection, path_fields_files: list[str] | None = None) -> None:
-    """The views of sql/ and of the formats; ``path_fields_files``: the materialised path_fields, when
-    it was made by this very SQL (same rows, no regex over every path)."""
-    for path in view_files():
-        if path.name == PATH_FIELDS_SQL and path_fields_files and path_fields_files[0].startswith(ARROW_SCAN):
+    """The views of sql/ and of the formats (``view_statements``); ``path_fields_files``: the materialised
+    path_fields, when it was made by this very SQL (same rows, no regex over every path)."""
+    for name, statement in view_statements():
+        if name == PATH_FIELDS and path_fields_files and path_fields_files[0].startswith(ARROW_SCAN):
             con.execute(f"CREATE OR REPLACE VIEW path_fields AS SELECT * FROM {path_fields_files[0][len(ARROW_SCAN):]}")
             continue
-        if path.name == PATH_FIELDS_SQL and path_fields_files:
+        if name == PATH_FIELDS and path_fields_files:
             try:
                 con.execute(
                     "CREATE OR REPLACE VIEW path_fields AS SELECT * FROM read_parquet(["
@@ -187,8 +220,6 @@ def apply_sql_views(con: duckdb.DuckDBPyConnection, path_fields_files: list[str]
                 continue
             except duckdb_errors():  # its file damaged: the same rows from the catalog, by the SQL that made them
                 pass
-        con.execute(path.read_text())
-    for statement in format_views():
         con.execute(statement)
 
 
@@ -463,7 +494,7 @@ def materialize_path_fields(sources_file: str, out_path: str):
     try:
         con.execute("CREATE SCHEMA raw")
         con.execute(f"CREATE VIEW raw.sources AS SELECT source_path FROM read_parquet({_quote(sources_file)})")
-        con.execute((sql_dir() / PATH_FIELDS_SQL).read_text())
+        con.execute(path_fields_statement())
         os.makedirs(os.path.dirname(out_path), exist_ok=True)
         con.execute(f"COPY (SELECT * FROM path_fields ORDER BY source_path) TO {_quote(out_path)} (FORMAT parquet, COMPRESSION zstd)")
     finally:
@@ -485,11 +516,12 @@ class PathFieldsAhead:
         self._con = duckdb.connect(":memory:")  # its own: the thread is the only one using it until write/close
         self._error: BaseException | None = None
         self._closing = threading.Event()
-        self._thread = threading.Thread(target=self._evaluate, args=(sorted(paths),), daemon=True,
-                                        name="path-fields")
+        # the statement resolved here: the formats are loaded by this thread, not beside the batches
+        self._thread = threading.Thread(target=self._evaluate, args=(sorted(paths), path_fields_statement()),
+                                        daemon=True, name="path-fields")
         self._thread.start()
 
-    def _evaluate(self, paths: list[str]) -> None:
+    def _evaluate(self, paths: list[str], statement: str) -> None:
         import pyarrow as pa
 
         try:
@@ -498,7 +530,7 @@ class PathFieldsAhead:
             con.execute("CREATE SCHEMA raw")
             con.register("known_paths", pa.table({"source_path": pa.array(paths, pa.string())}))
             con.execute("CREATE VIEW raw.sources AS SELECT source_path FROM known_paths")
-            con.execute((sql_dir() / PATH_FIELDS_SQL).read_text())
+            con.execute(statement)
             if self._closing.is_set():
                 raise InterruptedError("closed before the evaluation")
             # kept as Arrow: a DuckDB table would be written with NOT NULL columns, unlike the direct COPY

@@ -21,6 +21,7 @@ from warehouse.records import Mapped, Record, RecordContext
 
 from ..fields import as_fields, id_text
 from . import schema
+from .views import VIEWS
 from .annotations import Target, map_annotations
 from .datasets import map_dataset_task
 from .deliveries import DATASET_TASK, THREAD, scale_records
@@ -41,6 +42,7 @@ class Scale(Ingestor):
     priority = 40  # it refuses Dataloop's files (_FOREIGN): the order between them does not matter
     columns = schema.COLUMNS
     tables = schema.TABLES
+    views = VIEWS
     exporter = exporter_in(f"{__name__}.export")
 
     def sniff(self, path: str, head: bytes) -> bool:

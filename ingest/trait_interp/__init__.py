@@ -7,8 +7,8 @@ inputs, into ``prompts``), generation parameters (``generation_metadata``),
 annotation files (``annotations``, ``annotation_sets``), per-token projection
 files (``token_values``, ``projection_files``) and the experiment's config
 (``model_variants``).
-Path-derived fields (experiment, prompt set, ...) are computed in SQL
-(``sql/10_path_fields.sql``), never here.
+Path-derived fields (experiment, prompt set, ...) are computed in SQL, by the
+view ``path_fields`` it defines (``path_fields.py``), never here.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from .config import config_records, map_model_variant
 from .projections import map_projections
 from .token_stats import SPANS_BY_TOKENIZER_SQL
 from .user_prompts import USER_PROMPTS_SQL
-from .views import VIEWS
+from .views import DEFINES, VIEWS
 from .responses import map_response
 from .sidecars import map_generation_metadata, map_prompt, prompt_set_records
 
@@ -45,6 +45,7 @@ class TraitInterp(Ingestor):
     columns = schema.COLUMNS
     tables = schema.TABLES
     views = VIEWS
+    defines = DEFINES  # its path grammar and the generation parameters responses join
     user_prompts_sql = USER_PROMPTS_SQL  # responses.prompt holds the chat-templated prompt
     stats_queries = {"spans_by_tokenizer": SPANS_BY_TOKENIZER_SQL}  # which tokenizer made the token ranges
     fast_documents_path = True  # inference files of the common flat shape: fast.py

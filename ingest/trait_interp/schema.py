@@ -1,29 +1,18 @@
-"""What trait-interp adds to the warehouse: the span columns of ``annotations`` and its own
-tables (prompt sets, generation parameters, annotation files), merged into ``warehouse.tables.TABLES``."""
+"""What trait-interp adds to the warehouse: a column of ``annotations`` (``entry_key``) and its own
+tables (prompt sets, generation parameters, annotation files), merged into ``warehouse.tables.TABLES``.
+How a span was placed in its response (``match``, ``token_base``, ...) is the core's ``annotations``:
+its views (``annotated_spans``, ``span_values``) read it."""
 
 from __future__ import annotations
 
-from warehouse.tables import BOOL, EXTRA, F64, I64, STR, STRS, C, Column, J, Parent, Table, provenance
-
-#: how a span annotation was placed in its response (ingest/spans.py)
-SPAN_COLUMNS: tuple[Column, ...] = (
-    C("occurrences", I64, "times the span text occurs in the response (case-insensitively when only that matched)"),
-    C("match", STR, "how the span was found: exact, case_insensitive; NULL when not found"),
-    C("unresolved_reason", STR, "why a span has no character range (not found, empty, repeat beyond the occurrences, no response text)"),
-    C("token_source", STR, "where the token range comes from: annotation_file, stored_tokens or tokenizer"),
-    C("tokenizer", STR, "the tokenizer that made the token range (token_source tokenizer): its folder, or the Hugging "
-      "Face model id it was found by in the local cache"),
-    C("tokenizer_revision", STR, "the revision (commit) of that model the local Hugging Face cache held; NULL for a folder"),
-    C("token_base", STR, "token indices are relative to the response start (response) or the whole sequence (sequence)"),
-    C("prompt_tokens", I64, "prompt length in tokens under the tokenization used: absolute index = prompt_tokens + token_start"),
-)
+from warehouse.tables import BOOL, EXTRA, F64, I64, STR, STRS, C, J, Parent, Table, provenance
 
 #: how an annotation entry names the response it annotates, as written: trait-interp's reader compares an
 #: ``idx`` strictly (``"35"`` is not ``35``), so an export gives it back in its own key and JSON type
 ENTRY_KEY = J("entry_key", "the annotation entry's own name for its response, as written (`{\"idx\": \"35\"}`; "
               "trait-interp's unified form): an export writes it back in this key and JSON type")
 
-COLUMNS = {"annotations": (*SPAN_COLUMNS, ENTRY_KEY)}
+COLUMNS = {"annotations": (ENTRY_KEY,)}
 
 PROMPTS = Table(
     "prompts",

@@ -22,6 +22,8 @@ The rules, and why each one is needed:
   ``IGNORE NULLS`` after a ``FILTER`` clause, where Spark does not accept it).
 * ``to_json(struct)`` keeps NULL fields, as DuckDB's does (Spark drops them by default),
   so a hash of it (``dpo_pairs.conversation_key``) is the same on both engines.
+* ``CAST(NULL AS JSON)`` -> ``CAST(NULL AS STRING)``: JSON is text in Spark, and sqlglot writes
+  ``to_json(NULL)``, which Spark refuses (a NULL has no type to write as JSON).
 * ``strptime`` -> ``to_timestamp_ntz``: DuckDB's gives a TIMESTAMP without time zone.
 * ``json_each(x) AS c`` -> ``LATERAL variant_explode(parse_json(x)) AS c``, and ``c.value``
   -> ``to_json(c.value)``: each key of a JSON object with its value as JSON text.
@@ -171,6 +173,14 @@ def _to_json_keeps_nulls(node: exp.Expression) -> exp.Expression:
     return node
 
 
+def _json_null_as_text(node: exp.Expression) -> exp.Expression:
+    from sqlglot import exp
+
+    if isinstance(node, exp.Cast) and isinstance(node.this, exp.Null) and node.to.is_type(exp.DataType.Type.JSON):
+        return exp.cast(exp.null(), exp.DataType.build("string"))
+    return node
+
+
 def _naive_timestamps(node: exp.Expression) -> exp.Expression:
     from sqlglot import exp
 
@@ -244,6 +254,7 @@ RULES: tuple[Callable[[exp.Expression], exp.Expression], ...] = (
     _list_brackets,
     _any_value_skips_nulls,
     _to_json_keeps_nulls,
+    _json_null_as_text,
     _naive_timestamps,
     _json_each,
     _using_as_on,

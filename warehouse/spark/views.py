@@ -10,10 +10,11 @@ Two layers, as in DuckDB (``warehouse/views.py``):
   source of ``warehouse.spark.source`` (Spark's s3a:// needs a JAR from Maven). Every way a
   column an older file lacks is NULL and an empty table is a typed empty view. JSON columns are text (Spark has no JSON type; ``get_json_object``,
   ``from_json`` and ``parse_json`` read them).
-* the views of ``sql/`` in name order, then the installed formats' ``views``, each
-  translated from DuckDB to Spark SQL (``warehouse.spark.translate``). ``path_fields``
-  is computed by its view from ``raw_sources`` (DuckDB reads the copy the ingest
-  materialised; Spark derives it where it runs).
+* the views of ``sql/`` in name order (those a format defines by its statement), then the
+  installed formats' ``views`` (``warehouse.views.view_statements``), each translated from
+  DuckDB to Spark SQL (``warehouse.spark.translate``). ``path_fields`` is computed by its
+  view from ``raw_sources`` (DuckDB reads the copy the ingest materialised; Spark derives
+  it where it runs).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from ..decimals import DECIMAL, SQL_TYPE
 from ..remote import StorageOptions
 from ..storage import snapshot_files
 from ..tables import TABLES, Table
-from ..views import format_views, view_files
+from ..views import view_statements
 from .translate import raw_name, to_spark
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ def register(spark: SparkSession, root: str | os.PathLike, *, as_of: int | None 
     for table in TABLES.values():
         frames[table.name].createOrReplaceTempView(raw_name(table.name))
         names.append(raw_name(table.name))
-    for statement in [path.read_text() for path in view_files()] + format_views():
+    for _, statement in view_statements():
         translated = to_spark(statement)
         spark.sql(translated)
         names.append(_view_name(translated))
