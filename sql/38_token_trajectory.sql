@@ -1,6 +1,6 @@
 -- token_trajectory: a response's values for each vector in token order, prompt then response, with
--- the running mean and a moving mean (the value and two neighbours on each side), as trait-interp's
--- viewer draws a trajectory (without its centering on the first token).
+-- the running mean and a moving mean (the value and two neighbours on each side), as a trajectory
+-- of per-token projections is usually drawn (without centering it on the first token).
 --
 -- sequence_index is the token's index in the whole sequence (the response's prompt_end + token_index for
 -- the response segment); token is the response's token there, when the list lines up with them.

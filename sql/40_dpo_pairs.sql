@@ -7,15 +7,15 @@
 -- order, before its answer (its last assistant message), and its system prompt.
 -- Two answers pair when all of that is equal (roles and texts): the same first
 -- user message is not enough, since a multi-turn conversation may go on differently
--- (docs/formats/afterimage.md#dpo-pairs). `conversation_key` (a hash of it) groups them.
+-- (the format docs that write such grades say more). `conversation_key` (a hash of it) groups them.
 -- Grades rank perfect > good > needs_improvement > bad > not_acceptable
--- (AfterImage's GradeSchema); a grade outside those five, an unanswered
--- conversation (response NULL) and an empty answer are left out, as AfterImage's
--- own DPO exporter leaves them.
+-- (the judge's grade schema); a grade outside those five, an unanswered
+-- conversation (response NULL) and an empty answer are left out, as the judging
+-- tool's own DPO exporter leaves them.
 --
 -- Pairs per conversation are bounded by its answers, not their square: the chosen
 -- answer is the conversation's best, paired with every answer of a lower grade,
--- so n graded answers give at most n - 1 pairs (AfterImage's own exporter writes
+-- so n graded answers give at most n - 1 pairs (the judging tool's own exporter writes
 -- one, its best against its worst; that pair is among these). The best is the
 -- highest grade; among equals the highest final score, a current 0-1 score
 -- before a legacy 0-100 one (scores of two scales are never compared); then the

@@ -1,8 +1,8 @@
 -- response_grades: the judge's verdict on a response, one row per response with an
--- overall grade or a final score (AfterImage), so grades join responses in one step:
+-- overall grade or a final score (a judge's verdict, as evaluations), so grades join responses in one step:
 --   SELECT persona, overall_grade, count(*) FROM responses JOIN response_grades USING (response_id) GROUP BY ALL
 -- grade_rank orders the grades (perfect 5 ... not_acceptable 1; NULL for any other
--- label). final_score keeps its scale beside it: filter on final_score_scale before
+-- label). final_score keeps the range it is given on beside it: filter on final_score_scale before
 -- averaging, 0-1 and legacy 0-100 scores are different measures.
 CREATE OR REPLACE VIEW response_grades AS
 SELECT

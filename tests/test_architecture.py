@@ -1,13 +1,16 @@
-"""The core knows no format: ``warehouse/`` imports no format package and names no format.
+"""The core knows no format: ``warehouse/`` imports no format package and names no format, nor does ``sql/``.
 
 Formats plug in through entry points (``warehouse/registry.py``); what one offers the
 core reads from the ``Ingestor`` contract. A rule only written down drifts, so this
-walks every module of ``warehouse/`` (its syntax tree, and its comments) and fails on:
+walks every module of ``warehouse/`` (its syntax tree, and its comments) and every view
+file of ``sql/`` (comments included), and fails on:
 
 * an import of a format package (``ingest``, ``warehouse.formats``, relative or not,
   or by name in a string such as ``"module:attribute"``);
 * a format's name (``trait_interp``, ``trait-interp``, ``TraitInterp``, ...) in an
-  identifier, a string, a docstring or a comment.
+  identifier, a string, a docstring or a comment;
+* a table only a format declares (``raw.generation_metadata``), read by the core's SQL or
+  named in a query of its Python: a format's views live in its package (``Ingestor.views``).
 
 The only mention allowed is the registry's entry-point group name, ``warehouse.formats``.
 """
@@ -31,6 +34,9 @@ PACKAGE_IN_TEXT = re.compile(r"(?<![\w.])(?:ingest|warehouse\.formats)[.:]\w")
 #: words of the core that hold a format's name by chance, and mean something else
 NOT_A_FORMAT = (
     "score_scale",  # evaluations.score_scale: the range a score is given on
+    "final_score_scale",  # the same, of a final score (response_grades, dpo_pairs), and of each answer of a pair:
+    "chosen_final_score_scale",
+    "rejected_final_score_scale",
     "unit_scale",  # tqdm's keyword
 )
 
@@ -87,9 +93,46 @@ def _texts(node: ast.AST) -> list[str]:
     return []
 
 
+def format_tables() -> list[str]:
+    """The tables only formats declare (``Ingestor.tables``): the core's SQL reads none of them."""
+    return sorted({t.name for i in Registry.installed().ingestors() for t in i.tables})
+
+
+def _table_pattern(tables: list[str]) -> re.Pattern:
+    """A table's name in SQL, as a relation of a query (``raw.x``, or ``x`` alone in SQL code)."""
+    return re.compile(r"(?<![\w.])(?:raw\.)?(" + "|".join(map(re.escape, tables)) + r")(?![\w])", re.IGNORECASE)
+
+
+#: a table as a query in Python reads it: ``raw.x``, ``FROM x``, ``JOIN x``
+def _query_table_pattern(tables: list[str]) -> re.Pattern:
+    return re.compile(r"(?:(?<![\w.])raw\.|\b(?:FROM|JOIN)\s+)(" + "|".join(map(re.escape, tables)) + r")(?![\w])",
+                      re.IGNORECASE)
+
+
+#: a string literal of SQL ('' inside is a quote): its text is data, not a relation
+SQL_STRING = re.compile(r"'(?:[^']|'')*'")
+
+
+def sql_violations(root: Path) -> list[str]:
+    """``file:line: what`` for every format name (comments included) and every table only a format declares
+    (outside comments and string literals) in the ``.sql`` files under ``root``."""
+    pattern, tables = name_pattern(format_names()), _table_pattern(format_tables())
+    found = []
+    for path in sorted(root.rglob("*.sql")):
+        where = path.relative_to(root.parent)
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if pattern.search(_without_allowed(line)):
+                found.append(f"{where}:{n}: names the format {pattern.search(_without_allowed(line)).group(0)!r}")
+            code = SQL_STRING.sub("''", line).split("--", 1)[0]
+            if tables.search(code):
+                found.append(f"{where}:{n}: reads the table {tables.search(code).group(1)!r}, which only a format "
+                             "declares (make the view the format's: Ingestor.views)")
+    return found
+
+
 def violations(root: Path) -> list[str]:
     """``file:line: what`` for every import of a format package and every format name under ``root``."""
-    pattern = name_pattern(format_names())
+    pattern, tables = name_pattern(format_names()), _query_table_pattern(format_tables())
     found = []
     for path in sorted(root.rglob("*.py")):
         text = path.read_text(encoding="utf-8")
@@ -106,6 +149,9 @@ def violations(root: Path) -> list[str]:
                     found.append(f"{where}:{line}: names a format package: {PACKAGE_IN_TEXT.search(t).group(0)!r}")
                 if pattern.search(t):
                     found.append(f"{where}:{line}: names the format {pattern.search(t).group(0)!r}")
+                if isinstance(node, ast.Constant) and tables.search(t):
+                    found.append(f"{where}:{line}: a query reads the table {tables.search(t).group(1)!r}, which "
+                                 "only a format declares")
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
             if tok.type == tokenize.COMMENT and pattern.search(_without_allowed(tok.string)):
                 found.append(f"{where}:{tok.start[0]}: a comment names the format "
@@ -125,6 +171,36 @@ def test_the_core_imports_no_format_and_names_none():
     assert not found, "warehouse/ must know no format (use the Ingestor contract and the registry):\n" + "\n".join(found)
 
 
+def test_the_core_sql_names_no_format_and_reads_no_format_table():
+    assert list((REPO / "sql").glob("*.sql")), "no view files where the core keeps them"
+    found = sql_violations(REPO / "sql")
+    assert not found, ("sql/ must know no format (a format's views are its own: Ingestor.views, Ingestor.defines):\n"
+                       + "\n".join(found))
+
+
+def test_the_sql_check_finds_each_kind_of_mention(tmp_path):
+    """The check of sql/ can fail: a format named in a comment or in code, a format's table read."""
+    sql = tmp_path / "sql"
+    sql.mkdir()
+    (sql / "20_responses.sql").write_text(
+        "-- responses, with the generation parameters of trait-interp extraction\n"
+        "CREATE OR REPLACE VIEW responses AS\n"
+        "SELECT r.*, gm.params FROM raw.responses AS r\n"
+        "LEFT JOIN raw.generation_metadata AS gm ON gm.responses_dir = r.source_path\n"
+        "WHERE r.source_format <> 'scale'  -- a string of the SQL is looked at too\n"
+        "AND r.source_path NOT LIKE '%/chunks/%' -- a table's name as data or prose is fine: chunks\n")
+    (sql / "30_x.sql").write_text("CREATE OR REPLACE VIEW x AS SELECT * FROM prompts")
+    found = "\n".join(sql_violations(sql))
+    for expected in (
+        "sql/20_responses.sql:1: names the format 'trait-interp'",
+        "sql/20_responses.sql:4: reads the table 'generation_metadata'",
+        "sql/20_responses.sql:5: names the format 'scale'",
+        "sql/30_x.sql:1: reads the table 'prompts'",
+    ):
+        assert expected in found, (expected, found)
+    assert ":2:" not in found and ":3:" not in found and ":6:" not in found, found
+
+
 def test_the_check_finds_each_kind_of_mention(tmp_path):
     """The walk above can fail: each way today's code named a format is caught."""
     core = tmp_path / "warehouse"
@@ -132,7 +208,8 @@ def test_the_check_finds_each_kind_of_mention(tmp_path):
     (core / "__init__.py").write_text('def export():\n    from ingest import EXPORT_FORMATS\n')
     (core / "runner.py").write_text('REF = "ingest:INGESTORS"\n')
     (core / "cli.py").write_text('def f():\n    from .formats.scale import Scale\n')
-    (core / "tables.py").write_text('RESPONSE_COLUMNS_AFTERIMAGE = ()\n')
+    (core / "tables.py").write_text('RESPONSE_COLUMNS_AFTERIMAGE = ()\nQ = "SELECT * FROM raw.prompts"\n'
+                                    'STATS = "SELECT count(*) FROM annotation_sets"  # chunks of a file: a word\n')
     (core / "exports" / "generic.py").write_text(
         '"""The raw prompt of trait-interp inference responses."""\n# one row per part (Dataloop prompts)\n'
         'GROUP = "warehouse.formats"  # the group name alone is fine, and score_scale\n'
@@ -143,13 +220,15 @@ def test_the_check_finds_each_kind_of_mention(tmp_path):
         "warehouse/runner.py:1: names a format package: 'ingest:I'",
         "warehouse/cli.py:2: imports the format package warehouse.formats.scale",
         "warehouse/tables.py:1: names the format 'AFTERIMAGE'",
+        "warehouse/tables.py:2: a query reads the table 'prompts'",
+        "warehouse/tables.py:3: a query reads the table 'annotation_sets'",
         "warehouse/exports/generic.py:1: names the format 'trait-interp'",
         "warehouse/exports/generic.py:2: a comment names the format 'Dataloop'",
         "warehouse/exports/generic.py:4: names the format 'TraitInterp'",
         "warehouse/exports/generic.py:5: imports the format package warehouse.formats",
     ):
         assert expected in found, (expected, found)
-    assert ":3:" not in found, found  # the entry-point group's name is allowed
+    assert "generic.py:3:" not in found, found  # the entry-point group's name is allowed
 
 
 def test_formats_never_import_each_other():
