@@ -21,7 +21,8 @@ import warehouse
 from warehouse.formats.afterimage import fast
 from warehouse import pieces as large_files
 from warehouse.tables import TABLES
-from warehouse.writer import InvalidBatch, TableWriter
+from warehouse.errors import InvalidBatch
+from warehouse.writer import TableWriter
 
 from .conftest import Warehouse
 

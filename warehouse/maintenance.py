@@ -122,7 +122,8 @@ def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, 
     from .commit import _sigint_deferred, repair
     from .damage import refuse
     from .runner import _said_in_one_line, open_for_writing, say
-    from .storage import LeaseLost, SnapshotRecord, Store, new_run_id
+    from .errors import LeaseLost
+    from .storage import SnapshotRecord, Store, new_run_id
     from .views import declared
 
     root = checks.root(root)

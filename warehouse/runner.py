@@ -37,10 +37,10 @@ from .discover import Compressed, LoopSkipped, Unreachable, walk
 from .encodings import skipped_note
 from . import remote
 from .errors import (Interrupted, NotASnapshot, ObjectStoreError, StorageError, StrictModeError, UsageError,
-                     WarehouseError)
+                     WarehouseError, WorkerLost)
 from .ingestor import JSON_SUFFIXES
 from .pieces import FileScan, merge_pieces, split_large_files
-from .pool import Engine, Inline, ProcessPool, WorkerLost, start_forkserver
+from .pool import Engine, Inline, ProcessPool, start_forkserver
 from .progress import IngestProgress
 from .readers import inside
 from .registry import Registry
