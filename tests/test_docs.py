@@ -202,3 +202,15 @@ def test_the_synopsis_lists_the_parsers_commands_and_options(doc, complete):
             missing = [max(a.option_strings, key=len) for a in commands[command]._actions
                        if a.option_strings and a.dest != "help" and not options & set(a.option_strings)]
             assert not missing, f"{doc}: warehouse {command} leaves out {missing}"
+
+
+def test_the_exit_code_table_is_the_one_errors_defines():
+    """Exit codes are defined once (warehouse/errors.py: ``EXIT_*``, each error's ``exit_code`` one of them);
+    docs/cli.md's table lists exactly those."""
+    from warehouse import errors
+
+    defined = {name: value for name, value in vars(errors).items() if name.startswith("EXIT_")}
+    doc = (REPO / "docs" / "cli.md").read_text().split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    assert sorted(int(c) for c in re.findall(r"^\| (\d+) \|", doc, re.M)) == sorted(defined.values())
+    raised = [c for c in vars(errors).values() if isinstance(c, type) and hasattr(c, "exit_code")]
+    assert {c.exit_code for c in raised} | {errors.EXIT_OK} == set(defined.values()), raised

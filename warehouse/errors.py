@@ -15,23 +15,31 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .sink import StrictFailure
 
+# The exit codes of the `warehouse` command (docs/cli.md#exit-codes): each error below says its own.
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_STRICT = 3
+EXIT_LOCKED = 4
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C killed
+
 
 class WarehouseError(Exception):
     """Base class: a problem the user can fix. The CLI prints it and exits non-zero."""
 
-    exit_code = 1
+    exit_code = EXIT_ERROR
 
 
 class UsageError(WarehouseError):
     """Bad arguments: unknown format, missing path, bad option value."""
 
-    exit_code = 2
+    exit_code = EXIT_USAGE
 
 
 class StrictModeError(WarehouseError):
     """`--strict` met a bad record; the warehouse was left as it was before the run."""
 
-    exit_code = 3
+    exit_code = EXIT_STRICT
 
     def __init__(self, path: str, locator: str, stage: str, message: str):
         from .records import where
@@ -46,7 +54,7 @@ class StrictModeError(WarehouseError):
 class LockedError(WarehouseError):
     """Another ingest holds the warehouse lock and `--no-wait` said not to wait for it."""
 
-    exit_code = 4
+    exit_code = EXIT_LOCKED
 
 
 class LeaseLost(LockedError):
@@ -107,7 +115,7 @@ class Interrupted(KeyboardInterrupt):
     """Ctrl-C stopped an ingest, which cleaned up first; the message says what state the
     warehouse is in. A KeyboardInterrupt still (``except Exception`` does not catch it)."""
 
-    exit_code = 130
+    exit_code = EXIT_INTERRUPTED
 
 
 # --- signals between the warehouse's parts: caught inside it, never shown as they are ----------------
