@@ -45,7 +45,11 @@ def test_readme_gives_the_two_commands_and_ci_runs_the_test_one():
 def test_sample_data_is_what_build_writes(tmp_path):
     """samples/ is generated; a hand edit would be lost at the next build."""
     subprocess.run([sys.executable, str(REPO / "samples" / "build.py"), str(tmp_path)], check=True, capture_output=True)
-    data = lambda root: {p.relative_to(root): p.read_bytes() for p in root.rglob("*") if p.is_file() and p.suffix != ".py" and "__pycache__" not in p.parts}
+
+    def data(root):
+        return {p.relative_to(root): p.read_bytes() for p in root.rglob("*")
+                if p.is_file() and p.suffix != ".py" and "__pycache__" not in p.parts}
+
     committed, built = data(REPO / "samples"), data(tmp_path)
     assert built == committed, "samples/ differs from what samples/build.py writes: run it and commit"
 

@@ -25,7 +25,6 @@ from warehouse.ingestor import Ingestor
 from warehouse.pool import Inline, ProcessPool, _Feeder
 from warehouse.readers import json_document_records
 from warehouse.registry import Registry
-from warehouse.storage import new_run_id
 from warehouse.worker import BatchSpec, WorkItem
 
 from .conftest import FIXTURES, write_json

@@ -25,7 +25,7 @@ from warehouse.errors import LeaseLost, LockedError, ObjectStoreError
 from warehouse.storage import Lease, Store
 
 from .conftest import REPO, Warehouse
-from .test_remote import SAMPLES, bucket, put, s3  # noqa: F401 - fixtures
+from .test_remote import SAMPLES, put
 
 CONVERSATIONS = SAMPLES / "afterimage" / "conversations_20260112_101500.jsonl"
 

@@ -22,8 +22,8 @@ import sys
 
 from . import __version__
 from .checks import ENGINES, SQL_FORMATS, STATS_FORMATS
-from .maintenance import HISTORY_FORMATS, RETENTION_HOURS
 from .errors import EXIT_INTERRUPTED, EXIT_OK, UsageError, WarehouseError
+from .maintenance import HISTORY_FORMATS, RETENTION_HOURS
 
 INGEST_EXAMPLES = """\
 examples:

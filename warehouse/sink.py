@@ -17,11 +17,11 @@ import orjson
 import pyarrow as pa
 
 from . import remote
+from .delta import Part
 from .errors import InvalidBatch, RecordError, StrictStop, UsageError
 from .ingestor import Ingestor
 from .readers import RAW_LIMIT
 from .records import LOCATOR_LIMIT, Record, RecordContext, short_locator, short_message, stable_id
-from .delta import Part
 from .storage import Store
 from .tables import TABLES
 from .writer import CONVERSION_ERRORS as _CONVERSION_ERRORS

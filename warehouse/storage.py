@@ -35,7 +35,7 @@ from pathlib import Path
 import orjson
 
 from . import remote
-from .errors import LeaseLost, LockedError, NotASnapshot, ObjectStoreError, StorageError, UsageError
+from .errors import LeaseLost, LockedError, NotASnapshot, ObjectStoreError, StorageError
 
 STATE_DIR = ".warehouse"
 SNAPSHOTS = "snapshots"
@@ -200,7 +200,7 @@ class Store:
             return f"`--as-of {number}` cannot read it; the other snapshots are readable"
         earlier = self.last_readable(below=number)
         if earlier is None:
-            return f"no snapshot before it is readable: ingest the sources into a new --root"
+            return "no snapshot before it is readable: ingest the sources into a new --root"
         return (f"the next `warehouse ingest` or `compact` sets it aside (into {STATE_DIR}/{DAMAGED}/) and goes back "
                 f"to snapshot {earlier}, which `--as-of {earlier}` reads now")
 

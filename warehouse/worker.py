@@ -21,12 +21,12 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from . import remote
 from .delta import Part
 from .dependencies import DependsOn
 from .encodings import what_it_is
 from .errors import RecordError, StrictStop, UsageError
 from .ingestor import JSON_SUFFIXES, Ingestor
-from . import remote
 from .readers import BOM, RAW_LIMIT, SourceFile, open_source
 from .records import Record
 from .registry import Registry

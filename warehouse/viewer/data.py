@@ -23,7 +23,6 @@ runs on the connection before it is sandboxed (a test registers a table of hand-
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
