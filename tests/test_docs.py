@@ -40,6 +40,8 @@ def test_readme_gives_the_two_commands_and_ci_runs_the_test_one():
     assert "pip install" in main_cmd and "pip install" in test_cmd
     ci = (REPO / ".ci" / "run").read_text()
     assert test_cmd.strip() in ci, ".ci/run must run exactly README's test command"
+    assert ci.rstrip().endswith(test_cmd.strip()), ".ci/run ends with README's test command"
+    assert "\nruff check .\n" in ci, ".ci/run lints before the tests ([tool.ruff] in pyproject.toml)"
 
 
 def test_sample_data_is_what_build_writes(tmp_path):
