@@ -23,6 +23,7 @@ import random
 import sys
 from pathlib import Path
 
+
 def _vocabulary(size: int = 12000) -> list[str]:
     """Pseudo-words from syllables: text with a realistic spread of words, so it
     compresses like prose does rather than like a repeated phrase."""

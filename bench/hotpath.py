@@ -22,7 +22,6 @@ import tempfile
 import time
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.json as pj
 import pyarrow.parquet as pq
 

@@ -25,10 +25,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # tests.s3server
 sys.path.insert(0, str(HERE))  # before the repository: bench/ingest.py, not the folder ingest/
+from tests.s3server import S3Server  # noqa: E402
+
 from ingest import corpus, records_of, size_of  # noqa: E402
 from measure import Run, median_of, run, say  # noqa: E402
-
-from tests.s3server import S3Server  # noqa: E402
 
 
 def upload(server: S3Server, local: Path, bucket: str) -> None:

@@ -29,9 +29,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from measure import run, say  # noqa: E402
-
 from warehouse.process_settings import ENV  # noqa: E402
+
+from measure import run, say  # noqa: E402
 
 #: each setting alone, as the environment variables its library reads when a process starts
 #: (or loads it), with the values ``warehouse.process_settings`` gives the ingest's processes

@@ -16,9 +16,8 @@ import math
 import random
 import re
 import shutil
-from pathlib import Path
-
 import sys
+from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 MODEL = "google/gemma-2-2b-it"

@@ -117,6 +117,31 @@ def wh(tmp_path) -> Warehouse:
 
 
 @pytest.fixture(scope="session")
+def s3(tmp_path_factory):
+    """A real S3 API server on localhost (moto's server mode, tests/s3server.py): one for all of a process's tests."""
+    from .s3server import S3Server  # needs the extra s3 (moto[server]), which README's test command installs
+
+    server = S3Server.start(str(tmp_path_factory.mktemp("moto") / "server.log"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def bucket(s3, monkeypatch):
+    """A new bucket, and the environment holding only the standard variables for the server."""
+    from warehouse import remote
+
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL_S3"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in s3.env().items():
+        monkeypatch.setenv(name, value)
+    name = s3.new_bucket()
+    # the storage options an earlier test's run left in this process are forgotten: the environment's apply
+    remote.configure(None, new_run=True)
+    return name
+
+
+@pytest.fixture(scope="session")
 def samples_wh(tmp_path_factory) -> Warehouse:
     """The bundled samples (every format, every child table), ingested once: tests only read it."""
     w = Warehouse(tmp_path_factory.mktemp("samples") / "wh")

@@ -6,11 +6,10 @@ import json
 import re
 
 import pytest
-
-import warehouse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import warehouse
 from warehouse.errors import StrictModeError
 from warehouse.formats.afterimage import AfterImage
 from warehouse.formats.afterimage.row import map_row

@@ -15,7 +15,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import warehouse
-
 from warehouse.formats import spans as spanlib
 from warehouse.formats import tokenizers
 

@@ -18,6 +18,7 @@ The only mention allowed is the registry's entry-point group name, ``warehouse.f
 from __future__ import annotations
 
 import ast
+import builtins
 import io
 import re
 import tokenize
@@ -319,3 +320,52 @@ def test_every_format_that_exports_keeps_its_inverse_mapping_in_unmap():
         package = type(ingestor).__module__
         assert importlib.util.find_spec(f"{package}.unmap") is not None, f"{package} has no unmap module"
         assert importlib.util.find_spec(f"{package}.export") is not None, f"{package} has no export module"
+
+
+# --- every exception in one module ---------------------------------------------------------------------------
+
+#: the module every exception the core raises on purpose is defined in
+ERRORS = "errors.py"
+
+
+def _is_exception_base(base: ast.expr, ours: set[str]) -> bool:
+    """A base class that makes a class an exception: a builtin one (``ValueError``), one of errors.py's,
+    or a library's by its conventional name (``pa.ArrowException``, ``DeltaError``)."""
+    name = base.id if isinstance(base, ast.Name) else base.attr if isinstance(base, ast.Attribute) else ""
+    builtin = getattr(builtins, name, None)
+    return (name in ours or (isinstance(builtin, type) and issubclass(builtin, BaseException))
+            or re.search(r"(Error|Exception)$", name) is not None)
+
+
+def exceptions_outside_errors(root: Path) -> list[str]:
+    """``file:line: class`` for every exception class under ``root`` defined in another module than errors.py."""
+    ours = {node.name for node in ast.walk(ast.parse((root / ERRORS).read_text(encoding="utf-8")))
+            if isinstance(node, ast.ClassDef)}
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if path == root / ERRORS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.ClassDef) and any(_is_exception_base(b, ours) for b in node.bases):
+                found.append(f"{path.relative_to(root.parent)}:{node.lineno}: {node.name}")
+    return found
+
+
+def test_every_exception_of_the_core_is_defined_in_errors():
+    """One place to learn what the core raises and what each means (and exits with): warehouse/errors.py.
+    Other modules import their exceptions from it (and re-export what formats use: records.RecordError)."""
+    found = exceptions_outside_errors(REPO / "warehouse")
+    assert not found, "define these in warehouse/errors.py:\n" + "\n".join(found)
+
+
+def test_the_exception_check_finds_each_kind_of_base(tmp_path):
+    """The walk above can fail: an exception derived from a builtin, from errors.py's, or from a library's."""
+    core = tmp_path / "warehouse"
+    (core / "viewer").mkdir(parents=True)
+    (core / ERRORS).write_text("class WarehouseError(Exception):\n    pass\n")
+    (core / "pool.py").write_text("class Lost(Exception):\n    pass\n\n\nclass Plain:\n    pass\n")
+    (core / "viewer" / "data.py").write_text("class Gone(KeyError):\n    pass\nclass Mine(WarehouseError):\n    pass\n")
+    (core / "writer.py").write_text("import pyarrow as pa\nclass Bad(pa.ArrowException):\n    pass\n")
+    found = exceptions_outside_errors(core)
+    assert found == ["warehouse/pool.py:1: Lost", "warehouse/viewer/data.py:1: Gone",
+                     "warehouse/viewer/data.py:3: Mine", "warehouse/writer.py:2: Bad"], found

@@ -9,10 +9,9 @@ import time
 
 import pytest
 from hypothesis import given, settings
-
-import warehouse
 from hypothesis import strategies as st
 
+import warehouse
 from warehouse.formats.dataloop import Dataloop
 from warehouse.formats.dataloop.download import siblings
 from warehouse.formats.dataloop.item import document_key

@@ -8,8 +8,8 @@ import math
 import os
 import signal
 import subprocess
-import textwrap
 import sys
+import textwrap
 from pathlib import Path
 
 import duckdb

@@ -40,12 +40,18 @@ def test_readme_gives_the_two_commands_and_ci_runs_the_test_one():
     assert "pip install" in main_cmd and "pip install" in test_cmd
     ci = (REPO / ".ci" / "run").read_text()
     assert test_cmd.strip() in ci, ".ci/run must run exactly README's test command"
+    assert ci.rstrip().endswith(test_cmd.strip()), ".ci/run ends with README's test command"
+    assert "\nruff check .\n" in ci, ".ci/run lints before the tests ([tool.ruff] in pyproject.toml)"
 
 
 def test_sample_data_is_what_build_writes(tmp_path):
     """samples/ is generated; a hand edit would be lost at the next build."""
     subprocess.run([sys.executable, str(REPO / "samples" / "build.py"), str(tmp_path)], check=True, capture_output=True)
-    data = lambda root: {p.relative_to(root): p.read_bytes() for p in root.rglob("*") if p.is_file() and p.suffix != ".py" and "__pycache__" not in p.parts}
+
+    def data(root):
+        return {p.relative_to(root): p.read_bytes() for p in root.rglob("*")
+                if p.is_file() and p.suffix != ".py" and "__pycache__" not in p.parts}
+
     committed, built = data(REPO / "samples"), data(tmp_path)
     assert built == committed, "samples/ differs from what samples/build.py writes: run it and commit"
 
@@ -202,3 +208,15 @@ def test_the_synopsis_lists_the_parsers_commands_and_options(doc, complete):
             missing = [max(a.option_strings, key=len) for a in commands[command]._actions
                        if a.option_strings and a.dest != "help" and not options & set(a.option_strings)]
             assert not missing, f"{doc}: warehouse {command} leaves out {missing}"
+
+
+def test_the_exit_code_table_is_the_one_errors_defines():
+    """Exit codes are defined once (warehouse/errors.py: ``EXIT_*``, each error's ``exit_code`` one of them);
+    docs/cli.md's table lists exactly those."""
+    from warehouse import errors
+
+    defined = {name: value for name, value in vars(errors).items() if name.startswith("EXIT_")}
+    doc = (REPO / "docs" / "cli.md").read_text().split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    assert sorted(int(c) for c in re.findall(r"^\| (\d+) \|", doc, re.M)) == sorted(defined.values())
+    raised = [c for c in vars(errors).values() if isinstance(c, type) and hasattr(c, "exit_code")]
+    assert {c.exit_code for c in raised} | {errors.EXIT_OK} == set(defined.values()), raised

@@ -20,12 +20,11 @@ import pyarrow.parquet as pq
 import pytest
 
 import warehouse
-from warehouse.errors import WarehouseError
+from warehouse.errors import WarehouseError, WorkerLost
 from warehouse.ingestor import Ingestor
-from warehouse.pool import Inline, ProcessPool, WorkerLost, _Feeder
+from warehouse.pool import Inline, ProcessPool, _Feeder
 from warehouse.readers import json_document_records
 from warehouse.registry import Registry
-from warehouse.storage import new_run_id
 from warehouse.worker import BatchSpec, WorkItem
 
 from .conftest import FIXTURES, write_json

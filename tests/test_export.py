@@ -18,7 +18,6 @@ from warehouse.exports.conversation import conversation
 from .conftest import export_out
 
 
-
 @pytest.fixture(scope="module")
 def sw(samples_wh):
     return samples_wh

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import warehouse
-from warehouse.formats.afterimage.unmap import afterimage_row, fits_current_types
 from warehouse.formats.afterimage.row import map_row
+from warehouse.formats.afterimage.unmap import afterimage_row, fits_current_types
 from warehouse.records import RecordContext
 
 from .conftest import FIXTURES, REPO, Warehouse, write_json, write_text
@@ -86,9 +86,9 @@ def test_ingest_export_ingest_gives_the_same_rows(original, exported, tmp_path):
 
 
 def test_small_windows_write_the_same_file_and_report_progress(original, exported, tmp_path, monkeypatch):
-    from warehouse.formats.afterimage import export as module
     from warehouse import exports
     from warehouse.exports import kit
+    from warehouse.formats.afterimage import export as module
 
     monkeypatch.setattr(kit, "BATCH", 2)  # children of a response never split from it at a window's edge
     con = warehouse.connect(original.root)
@@ -209,7 +209,7 @@ def _selected(out: dict) -> dict:
                                         "batch_id", "session_id")},
             "extra": text(resp["extra"]),
             "turns": [dict(t, extra=text(t["extra"])) for t in out.get("turns", [])],
-            "evaluations": sorted(({"score": None, "score_scale": None, "label": None, "feedback": None, "extra": None, **e,
+            "evaluations": sorted(({"score": None, "score_scale": None, "label": None, "feedback": None, **e,
                                     "extra": text(e.get("extra"))} for e in out.get("evaluations", [])),
                                   key=lambda e: e["source_locator"])}
 

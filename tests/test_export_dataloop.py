@@ -13,9 +13,8 @@ from hypothesis import strategies as st
 
 import warehouse
 from warehouse.errors import UsageError
-from warehouse.formats.dataloop import Dataloop
+from warehouse.formats.dataloop import Dataloop, unmap
 from warehouse.formats.dataloop import export as dl_export
-from warehouse.formats.dataloop import unmap
 from warehouse.records import Record, RecordContext
 from warehouse.tables import TABLES
 

@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 import warehouse
 from warehouse.errors import UsageError
 from warehouse.formats.trait_interp.export import jsonout
-from warehouse.formats.trait_interp.unmap import responses as unmap_responses
-from warehouse.formats.trait_interp.unmap import sidecars
 from warehouse.formats.trait_interp.responses import map_response
 from warehouse.formats.trait_interp.sidecars import map_prompt, set_records
+from warehouse.formats.trait_interp.unmap import responses as unmap_responses
+from warehouse.formats.trait_interp.unmap import sidecars
 from warehouse.readers import decode_json
 from warehouse.records import Record, RecordContext
 

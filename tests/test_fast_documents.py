@@ -12,9 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 import pyarrow as pa
+import pytest
 
 from warehouse.formats.trait_interp import TraitInterp, fast
 from warehouse.formats.trait_interp.responses import _tokens_suspect

@@ -19,7 +19,7 @@ from warehouse.errors import UsageError
 from warehouse.formats import tokenizers
 
 from .conftest import Warehouse
-from .hub_tokenizers import MODELS, put_in_cache, converted, token_ids_over
+from .hub_tokenizers import MODELS, converted, put_in_cache, token_ids_over
 from .tokenizer_fixture import build_tokenizer
 
 #: whitespace runs (spaces, newlines, a tab), emoji (one code point, a ZWJ sequence, a flag), CJK, accents

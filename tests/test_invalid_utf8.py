@@ -18,10 +18,11 @@ import pyarrow.parquet as pq
 import pytest
 
 import warehouse
-from warehouse.formats.afterimage import fast
 from warehouse import pieces as large_files
+from warehouse.errors import InvalidBatch
+from warehouse.formats.afterimage import fast
 from warehouse.tables import TABLES
-from warehouse.writer import InvalidBatch, TableWriter
+from warehouse.writer import TableWriter
 
 from .conftest import Warehouse
 

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import json
 import math
-from decimal import Decimal
 from collections import defaultdict
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -34,7 +34,7 @@ from warehouse.readers import BOM, decode_json
 from warehouse.records import RecordError
 from warehouse.tables import TABLES
 
-from .conftest import FIXTURES, REALDATA, REPO, Warehouse
+from .conftest import FIXTURES, REPO, Warehouse
 
 #: columns the warehouse derives (ids, places, positions, match results): never where a source value lands
 DERIVED = {

@@ -16,7 +16,7 @@ from warehouse.formats.openai_batch import OpenAIBatch
 from warehouse.registry import Registry
 from warehouse.worker import detect
 
-from .conftest import FIXTURES, Warehouse, ingested_cleanly, write_text
+from .conftest import FIXTURES, Warehouse, write_text
 
 INGESTORS = [i for i in Registry.installed().ingestors() if i.reads_content]
 OB = FIXTURES / "openai_batch"

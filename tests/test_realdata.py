@@ -243,11 +243,10 @@ def test_dataloop_llm_traces(real):
 def test_dataloop_real_items_export_as_conversations_with_their_prompts(real, tmp_path):
     """Every answered real item: its prompts as user messages (images as image_url parts), then its answer;
     the real trace keeps its tool calls. Each line passes the check of OpenAI's format."""
+    import warehouse
     from warehouse.exports.conversation import text_of
 
     from .openai_chat import check_line
-
-    import warehouse
 
     where = f"source_path LIKE '{real.base}/dataloop-prompt/%'"
     warehouse.export(real.root, where, "openai_chat", tmp_path / "o.jsonl", progress=False)
@@ -315,7 +314,10 @@ def test_scale_annotations_are_what_the_files_say(real):
     for path in _scale_files(real):
         expected = _scale_annotations(json.loads(path.read_text()))
         rows = real.rows("SELECT level, key, value, possible_values, annotation_type FROM annotations WHERE source_path = ?", [str(path)])
-        canon = lambda level, key, value, options, kind: json.dumps([level, key, value, options, kind], sort_keys=True)
+
+        def canon(level, key, value, options, kind):
+            return json.dumps([level, key, value, options, kind], sort_keys=True)
+
         assert sorted(canon(r["level"], r["key"], json.loads(r["value"]), r["possible_values"] and json.loads(r["possible_values"]),
                             r["annotation_type"]) for r in rows) == sorted(
             canon(level, a["key"], a["value"], a.get("possible_values"), a.get("type")) for level, a in expected), path

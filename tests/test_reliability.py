@@ -15,7 +15,6 @@ import pytest
 import warehouse
 from warehouse.storage import RUN_ID, Store
 
-
 pytestmark = pytest.mark.slow
 
 N_FILES = 150

@@ -25,33 +25,10 @@ from warehouse.tables import TABLES
 
 from .conftest import REPO, Warehouse
 
-from .s3server import S3Server  # needs the extra s3 (moto[server]), which README's test command installs
-
 SAMPLES = REPO / "samples"
 #: columns a run fills with its own time and id
 RUN_COLUMNS = {"ingest_run", "ingested_at", "mtime_ns"}
 ID_COLUMNS = ("response_id", "record_id", "annotation_id")
-
-
-@pytest.fixture(scope="session")
-def s3(tmp_path_factory):
-    server = S3Server.start(str(tmp_path_factory.mktemp("moto") / "server.log"))
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def bucket(s3, monkeypatch):
-    """A new bucket, and the environment holding only the standard variables for the server."""
-    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL_S3"):
-        monkeypatch.delenv(name, raising=False)
-    for name, value in s3.env().items():
-        monkeypatch.setenv(name, value)
-    name = s3.new_bucket()
-    # the storage options an earlier test's run left in this process (another server's, when a
-    # module importing these fixtures started its own) are forgotten: the environment's apply
-    remote.configure(None, new_run=True)
-    return name
 
 
 def put(s3, url: str, data: bytes) -> None:

@@ -25,7 +25,7 @@ from warehouse.errors import ObjectStoreError, QueryError, StorageError
 from warehouse.storage import Store
 
 from .conftest import Warehouse
-from .test_remote import SAMPLES, put, s3  # noqa: F401 - fixtures
+from .test_remote import SAMPLES
 
 #: columns a run fills with its own time and id
 RUN_COLUMNS = ("ingest_run", "ingested_at")

@@ -10,7 +10,7 @@ import warehouse
 
 from .conftest import Warehouse
 from .test_damage import CORPUS, fails, run, works
-from .test_remote import bucket, put, s3, upload  # noqa: F401 - fixtures
+from .test_remote import put, upload
 
 
 def _remote_warehouse(s3, bucket) -> tuple[str, str, dict[str, int]]:

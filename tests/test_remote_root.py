@@ -16,7 +16,7 @@ from warehouse import remote
 from warehouse.storage import Store
 
 from .conftest import Warehouse
-from .test_remote import SAMPLES, assert_same_tables, bucket, put, s3, tables, upload  # noqa: F401 - fixtures
+from .test_remote import SAMPLES, assert_same_tables, put, tables, upload
 
 
 def test_samples_from_a_bucket_into_a_bucket_give_the_tables_of_a_local_ingest(s3, bucket, tmp_path):

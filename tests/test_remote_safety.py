@@ -21,11 +21,11 @@ import pytest
 
 import warehouse
 from warehouse import delta, remote, storage
-from warehouse.errors import LockedError, ObjectStoreError
+from warehouse.errors import LeaseLost, LockedError, ObjectStoreError
 from warehouse.storage import Lease, Store
 
 from .conftest import REPO, Warehouse
-from .test_remote import SAMPLES, bucket, put, s3  # noqa: F401 - fixtures
+from .test_remote import SAMPLES, put
 
 CONVERSATIONS = SAMPLES / "afterimage" / "conversations_20260112_101500.jsonl"
 
@@ -80,7 +80,7 @@ def test_a_renewal_past_the_expiry_keeps_the_lease_only_if_nobody_took_it(s3, bu
     assert other.try_take() is None
     paused.renew()  # the paused run wakes: its renewal is refused, it knows it lost the lease
     assert paused.lost == other.me["holder"]
-    with pytest.raises(storage.LeaseLost, match=f"taken over by {re.escape(other.me['holder'])}"):
+    with pytest.raises(LeaseLost, match=f"taken over by {re.escape(other.me['holder'])}"):
         paused.check()
     assert orjson.loads(remote.read_versioned(url)[0])["token"] == other.me["token"]
     paused.release()  # a lost lease is not released: it is the other writer's
@@ -252,7 +252,7 @@ def test_a_compact_whose_lease_was_taken_over_stops_before_its_next_commit_step(
         return original(uri, *args, **kwargs)
 
     monkeypatch.setattr(delta, "open_table", open_table)
-    with pytest.raises(storage.LeaseLost, match=f"taken over by {re.escape(thief.me['holder'])}"):
+    with pytest.raises(LeaseLost, match=f"taken over by {re.escape(thief.me['holder'])}"):
         warehouse.compact(root, progress=False)
     monkeypatch.setattr(delta, "open_table", original)
     assert store.snapshot_numbers() == [1, 2]

@@ -18,7 +18,6 @@ import subprocess
 import sys
 import threading
 import time
-from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -155,6 +154,7 @@ def test_register_reads_the_snapshot_it_was_given(spark, tmp_path):
     """Tables come from the snapshot's file lists: a later ingest shows after registering again, an
     earlier snapshot (``as_of``) reads as it was, and the files are the Delta table's own."""
     from deltalake import DeltaTable
+
     from warehouse.spark import register
 
     w = Warehouse(tmp_path / "wh")

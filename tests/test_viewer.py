@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
 import re
 import signal
 import subprocess
@@ -292,7 +291,10 @@ def test_out_writes_one_file_that_needs_no_network_and_allows_only_its_own_scrip
     csp = unescape(re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', html).group(1))
     script = re.search(r"<script>(.*?)</script>", html, re.S).group(1)
     style = re.search(r"<style>(.*?)</style>", html, re.S).group(1)
-    digest = lambda t: "'sha256-" + base64.b64encode(hashlib.sha256(t.encode()).digest()).decode() + "'"
+
+    def digest(t):
+        return "'sha256-" + base64.b64encode(hashlib.sha256(t.encode()).digest()).decode() + "'"
+
     assert f"script-src {digest(script)};" in csp and f"style-src {digest(style)};" in csp
     assert not re.search(r'(src|href)="(https?:)?//', html), "nothing is loaded from a network"
     sections = re.findall(r'<div class="page" id="/responses/([0-9a-f]+)">\s*<article class="response" '

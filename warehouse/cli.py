@@ -8,9 +8,8 @@ bar: ``progress=False``, and no summary, which the function returns) and ``sql -
 (the query read from a file) are the command line's own (``tests/test_parity.py``).
 
 stdout carries data only (query results, stats); progress, summaries and errors
-go to stderr. Exit codes: 0 success, 1 error, 2 usage error, 3 ``--strict``
-stopped at a bad record, 4 the warehouse is locked by another ingest, 130
-interrupted (Ctrl-C), with one line on stderr saying what state things are in.
+go to stderr. A fault ends in one line on stderr saying what state things are in, and
+the exit code of its kind (``warehouse.errors``: ``EXIT_*`` and each error's ``exit_code``).
 
 Start-up imports nothing heavy at module level: everything a command needs is
 imported inside ``main``, where a Ctrl-C is caught like anywhere else.
@@ -23,13 +22,8 @@ import sys
 
 from . import __version__
 from .checks import ENGINES, SQL_FORMATS, STATS_FORMATS
+from .errors import EXIT_INTERRUPTED, EXIT_OK, UsageError, WarehouseError
 from .maintenance import HISTORY_FORMATS, RETENTION_HOURS
-from .errors import UsageError, WarehouseError
-
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C killed
 
 INGEST_EXAMPLES = """\
 examples:

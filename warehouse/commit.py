@@ -38,9 +38,9 @@ from . import delta, remote
 from .catalog import Catalog
 from .damage import Mending, drop_new_log, set_aside_log
 from .delta import Part
-from .errors import DamagedTable, first_line
+from .errors import DamagedTable, LeaseLost, first_line
 from .interrupt import work_done
-from .storage import RUN_ID, LeaseLost, SnapshotRecord, Store, fsync
+from .storage import RUN_ID, SnapshotRecord, Store, fsync
 from .tables import SOURCES, TABLES
 from .views import PATH_FIELDS, PathFieldsAhead, materialize_path_fields, path_fields_sql_hash
 from .worker import BatchResult

@@ -121,8 +121,9 @@ def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, 
     from . import delta, remote
     from .commit import _sigint_deferred, repair
     from .damage import refuse
+    from .errors import LeaseLost
     from .runner import _said_in_one_line, open_for_writing, say
-    from .storage import LeaseLost, SnapshotRecord, Store, new_run_id
+    from .storage import SnapshotRecord, Store, new_run_id
     from .views import declared
 
     root = checks.root(root)

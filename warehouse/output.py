@@ -141,15 +141,16 @@ def write_result(result: duckdb.DuckDBPyRelation, fmt: str, out: IO[str], *, max
     names = list(result.columns)
     if fmt in ("json", "jsonl"):
         query = _json_query(result)
-        write = lambda: _write_json(query, fmt, out)
     elif fmt == "csv":
         query = _text_query(result, keep=PLAIN)
-        write = lambda: _write_csv(query, names, _json_text(result.types), out)
     else:
         query = _text_query(result, CELL_WIDTH)
-        write = lambda: _write_table(query, names, _json_text(result.types), out, max_rows, table_width(out, max_width))
-    try:
-        return write()
+    try:  # the rows are computed while they are written
+        if fmt in ("json", "jsonl"):
+            return _write_json(query, fmt, out)
+        if fmt == "csv":
+            return _write_csv(query, names, _json_text(result.types), out)
+        return _write_table(query, names, _json_text(result.types), out, max_rows, table_width(out, max_width))
     except duckdb.InterruptException:
         raise
     except duckdb.Error as e:  # met while computing the rows: a failed cast, an out-of-range value

@@ -35,12 +35,9 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Protocol
 
 from . import process_settings
+from .errors import WorkerLost
 from .registry import Registry
 from .worker import BatchIngest, BatchResult, BatchSpec, ProgressFn
-
-
-class WorkerLost(Exception):
-    """A worker died under a batch (killed from outside, or out of memory)."""
 
 
 class Engine(Protocol):

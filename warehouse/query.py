@@ -12,9 +12,9 @@ import duckdb
 
 from . import checks, interrupt
 from .checks import SQL_FORMATS, STATS_FORMATS
-from .errors import QueryError, StorageError
-from .remote import StorageOptions
+from .errors import QueryError
 from .output import TABLE_ROWS, write_report, write_result
+from .remote import StorageOptions
 from .tables import TABLES
 from .views import connect, damage_error
 

@@ -33,7 +33,8 @@ import orjson
 
 from . import remote
 from .dependencies import Dependency
-from .records import Record, RecordError
+from .errors import RecordError, ReferenceRefused
+from .records import Record
 
 BOM = b"\xef\xbb\xbf"
 HEAD_BYTES = 64 * 1024
@@ -105,13 +106,6 @@ def inside(path: str, tree: str) -> bool:
     so it cannot climb out through a symlink.
     """
     return path == tree or path.startswith(tree.rstrip("/") + "/")
-
-
-class ReferenceRefused(RecordError):
-    """A file another file's rows depend on that may not or cannot be read."""
-
-    def __init__(self, message: str):
-        super().__init__(message, stage="read")
 
 
 class SourceFile:

@@ -13,12 +13,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import RecordError
+
 #: table name -> rows (dicts keyed by column name) produced by one record
 Mapped = dict[str, list[dict[str, Any]]]
-
-#: the stages a record passes; a quarantine row names the one that failed
-STAGES = ("read", "decode", "detect", "map", "validate")
-
 
 def stable_id(path: str, locator: str) -> str:
     """A short id that depends only on where a row comes from.
@@ -97,22 +95,6 @@ def where(path: str, locator: str) -> str:
     if locator[0] in "[.":
         return path + locator
     return f"{path}:{locator}"
-
-
-class RecordError(Exception):
-    """A record that cannot be ingested. The record sink quarantines it whole.
-
-    ``stage`` is one of STAGES; ``sub_locator`` narrows the place inside the
-    record (``.messages[1]``), appended to the record's own locator.
-    """
-
-    def __init__(self, message: str, *, stage: str = "map", sub_locator: str = ""):
-        super().__init__(message)
-        if stage not in STAGES:
-            raise ValueError(f"unknown stage {stage!r}")
-        self.message = message
-        self.stage = stage
-        self.sub_locator = sub_locator
 
 
 @dataclass(slots=True)

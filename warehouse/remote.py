@@ -48,7 +48,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Union
 
-from .errors import ObjectStoreError, UsageError
+from .errors import ObjectStoreError, Superseded, UsageError
 
 #: a URL scheme (s3://, gs://, https://, file://): not a local path
 URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
@@ -701,10 +701,6 @@ def _object_store(url: str):
     if store is None:
         store = _filesystems[cache_key] = S3Store(bucket, client_options=client, **kwargs)
     return store, key
-
-
-class Superseded(Exception):
-    """A conditional update refused: the object is not the version it was read as (another writer changed it)."""
 
 
 def create_object(url: str, data: bytes) -> str | None:

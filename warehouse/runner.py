@@ -28,25 +28,32 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass, field
 
-from . import damage, delta
+from . import damage, delta, remote
 from .catalog import Catalog
 from .checks import option
 from .commit import COMMITTED, Changes, CommitAhead, commit, repair
 from .delta import Damage
 from .discover import Compressed, LoopSkipped, Unreachable, walk
 from .encodings import skipped_note
-from . import remote
-from .errors import (Interrupted, NotASnapshot, ObjectStoreError, StorageError, StrictModeError, UsageError,
-                     WarehouseError)
+from .errors import (
+    Interrupted,
+    NotASnapshot,
+    ObjectStoreError,
+    StorageError,
+    StrictModeError,
+    UsageError,
+    WarehouseError,
+    WorkerLost,
+)
 from .ingestor import JSON_SUFFIXES
 from .pieces import FileScan, merge_pieces, split_large_files
-from .pool import Engine, Inline, ProcessPool, WorkerLost, start_forkserver
+from .pool import Engine, Inline, ProcessPool, start_forkserver
 from .progress import IngestProgress
 from .readers import inside
 from .registry import Registry
 from .storage import SnapshotRecord, Store, new_run_id
-from .views import PathFieldsAhead, read_existing_snapshot
 from .summary import IngestSummary
+from .views import PathFieldsAhead, read_existing_snapshot
 from .worker import BatchIngest, BatchResult, BatchSpec, WorkItem
 
 #: runs smaller than this are ingested in-process (a pool costs more than it saves)

@@ -17,15 +17,15 @@ import orjson
 import pyarrow as pa
 
 from . import remote
-from .errors import UsageError
+from .delta import Part
+from .errors import InvalidBatch, RecordError, StrictStop, UsageError
 from .ingestor import Ingestor
 from .readers import RAW_LIMIT
-from .records import LOCATOR_LIMIT, Record, RecordContext, RecordError, short_locator, short_message, stable_id
-from .delta import Part
+from .records import LOCATOR_LIMIT, Record, RecordContext, short_locator, short_message, stable_id
 from .storage import Store
 from .tables import TABLES
 from .writer import CONVERSION_ERRORS as _CONVERSION_ERRORS
-from .writer import InvalidBatch, RowValidator, TableWriter, check_batch, rows_to_batch, values_to_batch
+from .writer import RowValidator, TableWriter, check_batch, rows_to_batch, values_to_batch
 
 #: mapped rows gathered before they are turned into Arrow together (the parsed records stay
 #: alive until then: 1024 inference records with 400 tokens each are ~60 MB of Python objects)
@@ -40,13 +40,6 @@ class StrictFailure:
     locator: str
     stage: str
     message: str
-
-
-class StrictStop(Exception):
-    """Raised by ``RecordSink.quarantine`` under ``--strict``: the batch stops at its first bad record."""
-
-    def __init__(self, failure: StrictFailure):
-        self.failure = failure
 
 
 @dataclass(slots=True)

@@ -35,7 +35,7 @@ from pathlib import Path
 import orjson
 
 from . import remote
-from .errors import LockedError, NotASnapshot, ObjectStoreError, StorageError, UsageError
+from .errors import LeaseLost, LockedError, NotASnapshot, ObjectStoreError, StorageError
 
 STATE_DIR = ".warehouse"
 SNAPSHOTS = "snapshots"
@@ -200,7 +200,7 @@ class Store:
             return f"`--as-of {number}` cannot read it; the other snapshots are readable"
         earlier = self.last_readable(below=number)
         if earlier is None:
-            return f"no snapshot before it is readable: ingest the sources into a new --root"
+            return "no snapshot before it is readable: ingest the sources into a new --root"
         return (f"the next `warehouse ingest` or `compact` sets it aside (into {STATE_DIR}/{DAMAGED}/) and goes back "
                 f"to snapshot {earlier}, which `--as-of {earlier}` reads now")
 
@@ -520,12 +520,6 @@ LEASE_POLL_SECONDS = 1.0
 def _now() -> float:
     """The clock leases are judged by (one name, so tests can drive time without sleeping)."""
     return time.time()
-
-
-class LeaseLost(LockedError):
-    """This run no longer holds the root: its lease on a remote root was taken over (it was not renewed in
-    time), or a local lock file was deleted or replaced under it. The run stops before its next commit
-    step, and repairs nothing (the root may be another writer's now: the next run repairs)."""
 
 
 class Lease:

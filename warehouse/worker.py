@@ -21,16 +21,16 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from . import remote
 from .delta import Part
 from .dependencies import DependsOn
 from .encodings import what_it_is
-from .errors import UsageError
+from .errors import RecordError, StrictStop, UsageError
 from .ingestor import JSON_SUFFIXES, Ingestor
-from . import remote
 from .readers import BOM, RAW_LIMIT, SourceFile, open_source
-from .records import Record, RecordError
+from .records import Record
 from .registry import Registry
-from .sink import Counts, RecordSink, StrictFailure, StrictStop
+from .sink import Counts, RecordSink, StrictFailure
 from .storage import Store
 
 ProgressFn = Callable[[int, int], None]  # (files done, bytes done) increments

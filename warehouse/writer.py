@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .decimals import DECIMAL, DIGITS, PLACES, decimal_lists, fits
-from .records import RecordError
+from .errors import InvalidBatch, RecordError, ValueMismatch
 from .tables import Column, Table
 
 CHUNK_ROWS = 2048
@@ -47,10 +47,6 @@ _I64 = (-(2**63), 2**63 - 1)
 _I32 = (-(2**31), 2**31 - 1)
 
 
-class _Bad(Exception):
-    pass
-
-
 def _preview(v: Any) -> str:
     text = repr(v)
     return text if len(text) <= 60 else text[:57] + "..."
@@ -59,14 +55,14 @@ def _preview(v: Any) -> str:
 def _str(v):
     if type(v) is str:
         return v
-    raise _Bad("a string")
+    raise ValueMismatch("a string")
 
 
 def _int_in(lo: int, hi: int) -> Callable:
     def conv(v):
         if type(v) is int and lo <= v <= hi:
             return v
-        raise _Bad(f"an integer in [{lo}, {hi}]" if type(v) is int else "an integer")
+        raise ValueMismatch(f"an integer in [{lo}, {hi}]" if type(v) is int else "an integer")
 
     return conv
 
@@ -77,25 +73,25 @@ def _float(v):
         return v
     if t is int:
         return float(v)
-    raise _Bad("a number")
+    raise ValueMismatch("a number")
 
 
 def _bool(v):
     if type(v) is bool:
         return v
-    raise _Bad("true or false")
+    raise ValueMismatch("true or false")
 
 
 def _strs(v):
     if type(v) is list and all(type(x) is str or x is None for x in v):
         return v
-    raise _Bad("a list of strings")
+    raise ValueMismatch("a list of strings")
 
 
 def _ints(v):
     if type(v) is list and all(type(x) is int and _I64[0] <= x <= _I64[1] for x in v):
         return v
-    raise _Bad("a list of integers")
+    raise ValueMismatch("a list of integers")
 
 
 def _floats(v):
@@ -103,14 +99,14 @@ def _floats(v):
         return [float(x) for x in v]
     if isinstance(v, np.ndarray) and v.ndim == 1 and v.dtype == np.float64:  # a mapping's numbers, read as such
         return v
-    raise _Bad("a list of numbers")
+    raise ValueMismatch("a list of numbers")
 
 
 def _decimals(v):
     values = _floats(v)
     if fits(values if isinstance(values, np.ndarray) else np.array(values, np.float64)):
         return values
-    raise _Bad(f"a list of numbers of at most {PLACES} decimals under 10^{DIGITS - PLACES}")
+    raise ValueMismatch(f"a list of numbers of at most {PLACES} decimals under 10^{DIGITS - PLACES}")
 
 
 def _json(v):
@@ -124,13 +120,13 @@ def _json(v):
             return json.dumps(v, ensure_ascii=False, allow_nan=False)
         except (RecursionError, ValueError, TypeError):
             pass
-    raise _Bad(f"a JSON value ({error})") from None
+    raise ValueMismatch(f"a JSON value ({error})") from None
 
 
 def _ts(v):
     if isinstance(v, dt.datetime):
         return v
-    raise _Bad("a datetime")
+    raise ValueMismatch("a datetime")
 
 
 def _converter(column) -> Callable:
@@ -179,16 +175,12 @@ class RowValidator:
             i, conv = slot
             try:
                 out[i] = conv(v)
-            except _Bad as bad:
+            except ValueMismatch as bad:
                 raise RecordError(
                     f"{self.table.name}.{key}: expected {bad}, got {type(v).__name__} {_preview(v)}",
                     stage="validate",
                 ) from None
         return out
-
-
-class InvalidBatch(ValueError):
-    """A batch Arrow's full validation refuses (e.g. a string that is not UTF-8); nothing of it was kept."""
 
 
 def check_batch(table: Table, data: pa.RecordBatch | pa.Table) -> None:
@@ -201,12 +193,8 @@ def check_batch(table: Table, data: pa.RecordBatch | pa.Table) -> None:
             raise InvalidBatch(f"{table.name}.{name}: {e}") from None
 
 
-class _FloatInIntColumn(Exception):
-    pass
-
-
 #: what Arrow raises when a value does not fit its column (the batch is then checked record by record)
-CONVERSION_ERRORS = (pa.ArrowException, TypeError, ValueError, OverflowError, UnicodeError, _Bad, _FloatInIntColumn)
+CONVERSION_ERRORS = (pa.ArrowException, TypeError, ValueError, OverflowError, UnicodeError, ValueMismatch)
 
 
 def to_arrow(values: list, column: Column) -> pa.Array:
@@ -231,7 +219,7 @@ def rows_to_batch(table: Table, rows: list[dict[str, Any]]) -> pa.RecordBatch:
         if c.json:
             values = [None if v is None else _json(v) for v in values]
         elif pa.types.is_integer(c.type) and any(type(v) is float for v in values):
-            raise _FloatInIntColumn(name)
+            raise ValueMismatch(f"{name}: an integer, not a float")
         arrays.append(to_arrow(values, c))
     return pa.RecordBatch.from_arrays(arrays, schema=table.arrow_schema)
 

@@ -16,7 +16,6 @@ to the same rows.
 
 from __future__ import annotations
 
-
 import numpy as np
 import orjson
 import pyarrow as pa

@@ -15,7 +15,6 @@ A ``metadata`` element is not a part: its ``role`` becomes the prompt's role
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 

@@ -25,11 +25,11 @@ from . import kinds, schema
 from .annotations import annotation_records, map_annotations
 from .config import config_records, map_model_variant
 from .projections import map_projections
+from .responses import map_response
+from .sidecars import map_generation_metadata, map_prompt, prompt_set_records
 from .token_stats import SPANS_BY_TOKENIZER_SQL
 from .user_prompts import USER_PROMPTS_SQL
 from .views import DEFINES, VIEWS
-from .responses import map_response
-from .sidecars import map_generation_metadata, map_prompt, prompt_set_records
 
 #: other formats' markers: a file holding one of these is not ours without a path to say so
 #: (Dataloop, AfterImage and chat messages, Scale tasks: its datasets-API task has a response with a prompt)

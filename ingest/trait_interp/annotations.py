@@ -26,7 +26,6 @@ one ``level = 'response'`` row, so nothing in the file is dropped.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any

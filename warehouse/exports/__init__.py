@@ -37,7 +37,6 @@ from ..views import damage_error
 from .where import sandbox, selection_sql
 from .workspace import Workspace
 
-
 #: DuckDB's memory for an export (``--memory-limit``); beyond it, it spills to a temporary
 #: directory beside --out
 MEMORY_LIMIT = "1GB"

@@ -23,7 +23,6 @@ runs on the connection before it is sandboxed (a test registers a table of hand-
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -32,7 +31,7 @@ from typing import Any
 
 import duckdb
 
-from ..errors import QueryError, UsageError
+from ..errors import NotFound, QueryError, UsageError
 from ..remote import StorageOptions
 
 #: the table of the selection's list (in the connection's in-memory database, seen by every cursor)
@@ -107,10 +106,6 @@ PAIRINGS = {
     "prompt_id": ("the same prompt set and prompt id (steered against baseline)", ("prompt_set", "prompt_id")),
     "record": ("the same source record (the candidates given one prompt)", ("record_id",)),
 }
-
-
-class NotFound(Exception):
-    """A page of something the selection does not hold (an unknown response id, category)."""
 
 
 class Reader:

@@ -23,8 +23,8 @@ import threading
 from collections.abc import Callable
 from urllib.parse import quote
 
-from ..errors import QueryError, UsageError
-from .data import PAIRINGS, NotFound, Reader
+from ..errors import NotFound, QueryError, UsageError
+from .data import PAIRINGS, Reader
 from .pages import Links, Pages
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
