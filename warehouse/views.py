@@ -83,25 +83,74 @@ def create_raw_views(con: duckdb.DuckDBPyConnection, files: dict[str, list[str]]
     opens on a warehouse with a damaged table, and everything that does not read that table works."""
     con.execute("CREATE SCHEMA IF NOT EXISTS raw")
     damaged = damaged if damaged is not None else {}
+    footers_read = _footers_readable(con, [f for name, fs in files.items() if name not in damaged for f in fs])
     for table in TABLES.values():
         pinned = record.tables.get(table.name) or {}
         present = set(pinned.get("columns", ()))
+        create = f"CREATE OR REPLACE VIEW raw.{table.name} AS "
         if table.name not in damaged:
-            try:
-                con.execute(f"CREATE OR REPLACE VIEW raw.{table.name} AS "
-                            f"{raw_select(table, files.get(table.name, []), present)}")
+            if footers_read or not files.get(table.name):  # nothing damaged to find by binding it now
+                create_view(con, create + raw_select(table, files.get(table.name, []), present))
+                continue
+            try:  # bound now: DuckDB reads the files' footers, and the one it cannot read is named
+                con.execute(create + raw_select(table, files[table.name], present))
                 continue
             except duckdb_errors() as e:  # a data file missing, or not Parquet
                 if diagnose is None:
                     raise
                 damaged[table.name] = diagnose(table.name, e)
-        con.execute(f"CREATE OR REPLACE VIEW raw.{table.name} AS {failing_select(table, damaged[table.name])}")
+        create_view(con, create + failing_select(table, damaged[table.name]))
+
+
+def _footers_readable(con: duckdb.DuckDBPyConnection, files: list[str]) -> bool:
+    """Whether DuckDB reads the footer of every one of the local Parquet ``files``, in one query: what binding
+    each table's view would read of them (False: some file is missing or is no Parquet file, and the views
+    are bound one by one to say which table; a remote root's tables are Arrow datasets, bound as before)."""
+    if any(f.startswith(ARROW_SCAN) for f in files):
+        return False
+    if not files:
+        return True
+    try:
+        con.execute(f"SELECT count(*) FROM parquet_file_metadata([{', '.join(_quote(f) for f in files)}])").fetchall()
+    except duckdb_errors():
+        return False
+    return True
 
 
 def failing_select(table: Table, message: str) -> str:
     """A SELECT with ``table``'s columns that fails with ``message`` when a query reads a row of it."""
     cols = ", ".join(f"CAST(NULL AS {duckdb_type(c)}) AS {c.name}" for c in table.columns)
     return f"SELECT {cols} FROM (SELECT error({_quote(message)}) AS damaged) WHERE damaged IS NOT NULL"
+
+
+#: ``CREATE [OR REPLACE] VIEW name`` at the start of a statement (after comments), before its ``AS``
+_CREATE_VIEW = re.compile(r"\A((?:\s|--[^\n]*\n)*CREATE\s+(?:OR\s+REPLACE\s+)?VIEW\s+[\w.]+)(\s+AS\b)", re.IGNORECASE)
+#: whether this DuckDB takes ``WITH (DEFER_BINDING)`` (None: not tried yet)
+_can_defer: bool | None = None
+
+
+def create_view(con: duckdb.DuckDBPyConnection, statement: str) -> None:
+    """Run ``statement``, a CREATE VIEW, with the view bound when a query first reads it rather than now.
+
+    DuckDB binds a view when it is made (works out its columns, reads the footers of the files under
+    it), and again whenever a query reads it; binding every view of the warehouse when a connection
+    opened was most of the time a small query took from a cold process, for views the query never
+    read. A view whose binding finds damage (``create_raw_views``) is not made this way. A DuckDB that
+    does not know DEFER_BINDING binds it now, as before."""
+    global _can_defer
+    deferred, n = _CREATE_VIEW.subn(r"\1 WITH (DEFER_BINDING)\2", statement, count=1)
+    if n and _can_defer is not False:
+        import duckdb
+
+        try:
+            con.execute(deferred)
+            _can_defer = True
+            return
+        except duckdb.ParserException:
+            if _can_defer:  # it took the option before: the statement itself is wrong, as DuckDB says
+                raise
+            _can_defer = False
+    con.execute(statement)
 
 
 def duckdb_errors():
@@ -187,9 +236,9 @@ def apply_sql_views(con: duckdb.DuckDBPyConnection, path_fields_files: list[str]
                 continue
             except duckdb_errors():  # its file damaged: the same rows from the catalog, by the SQL that made them
                 pass
-        con.execute(path.read_text())
+        create_view(con, path.read_text())
     for statement in format_views():
-        con.execute(statement)
+        create_view(con, statement)
 
 
 def format_views() -> list[str]:
