@@ -285,11 +285,12 @@ def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None, threads:
     remote.configure_for(root, storage_options)
     store = Store(root)
     record = read_existing_snapshot(store, root, as_of)
-    schemas: dict = {}
+    # a remote root's tables are read through Arrow datasets, made with each table's schema and DeltaTable
+    schemas: dict | None = {} if store.remote else None
     # The latest snapshot's files are never vacuumed: a table of it that cannot be read is damaged, and the
     # others stay readable. An older snapshot's may have been: it is read whole or not at all.
     damaged: dict[str, Damage] | None = {} if as_of is None else None
-    opened: dict = {}
+    opened: dict | None = {} if store.remote else None
     files = pinned_files(store, record, schemas, damaged, opened)
     if as_of is not None:
         for name in files:
@@ -324,17 +325,18 @@ def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None, threads:
     datasets: dict = {}
     if store.remote:
         files, datasets = register_remote_files(con, files, schemas)
-    create_raw_views(con, files, record, messages, None if damaged is None else _diagnose_view(store, opened))
+    create_raw_views(con, files, record, messages, None if damaged is None else _diagnose_view(store, record, opened))
     fresh = record.path_fields_sql == path_fields_sql_hash()
     apply_sql_views(con, files.get(PATH_FIELDS) if fresh and PATH_FIELDS not in messages else None)
     return con, Snapshot(str(store.root), record.number, record.run_id, every, datasets, messages)
 
 
-def _diagnose_view(store: Store, opened: dict):
+def _diagnose_view(store: Store, record: SnapshotRecord, opened: dict | None):
     """For ``create_raw_views``: the message for a table whose view DuckDB could not make."""
 
     def diagnose(name: str, error: BaseException) -> str:
-        found = delta.data_damage(str(store.root), name, opened[name], footers=True)
+        table = (opened or {}).get(name) or delta.open_table(store.table_uri(name), record.tables[name]["version"])
+        found = delta.data_damage(str(store.root), name, table, footers=True)
         if found is None:  # nothing wrong with its files after all: DuckDB's own reason
             found = delta.Damage(name, delta.UNKNOWN, f"its data files cannot be read ({first_line(error)})",
                                  name)
@@ -383,6 +385,13 @@ def pinned_files(store: Store, record: SnapshotRecord, schemas: dict | None = No
     out = {}
     for name in declared(record):
         version = record.tables[name]["version"]
+        if schemas is None and opened is None and not store.remote:
+            # its log read here when it is the plain case (deltalake for anything else, and to say what is damaged);
+            # read whole, each commit the version needs is there and not empty (``delta.log_gap`` looks for that)
+            found_files = delta.local_files(store.table_uri(name), version)
+            if found_files is not None:
+                out[name] = found_files
+                continue
         try:
             table = delta.open_table(store.table_uri(name), version)
             out[name], schema = delta.files_and_schema(table)
