@@ -87,3 +87,45 @@ def test_the_catalog_reads_the_rows_pyarrow_would(tmp_path):
     rows = Catalog.load(store, record).rows
     assert len(rows) == len(expected) > 10
     assert rows == {row["source_path"]: row for row in expected}
+
+
+def _bound_views(con) -> set[str]:
+    return {f"{s}.{v}" for s, v in con.execute(
+        "SELECT schema_name, view_name FROM duckdb_views() WHERE NOT internal AND is_bound").fetchall()}
+
+
+def test_a_connection_binds_a_view_only_when_a_query_reads_it(samples_wh):
+    """Binding a view works out its columns and reads the footers of the files under it: every view of the
+    warehouse bound when a connection opened was most of a small query's time from a cold process. The
+    footers are still read when it opens (a damaged file is found then: tests/test_damage.py), in one query."""
+    from warehouse import views
+
+    con = warehouse.connect(samples_wh.root)
+    try:
+        assert _bound_views(con) <= {"main.path_fields"}  # (over its materialised file: bound to find it damaged)
+        assert con.execute("SELECT count(*) FROM turns").fetchone()[0] > 0
+        assert {"main.turns", "raw.turns"} <= _bound_views(con)
+        assert "main.annotated_spans" not in _bound_views(con)
+    finally:
+        con.close()
+    assert views._can_defer is True
+
+
+def test_views_bound_when_made_return_the_same_rows(samples_wh, monkeypatch):
+    """A DuckDB without ``WITH (DEFER_BINDING)`` binds each view as it is made: the same views, the same rows."""
+    from warehouse import views
+
+    def every_view(con) -> dict[str, list]:
+        names = [r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal "
+                                           "AND schema_name = 'main' ORDER BY 1").fetchall()]
+        return {n: con.execute(f"SELECT * FROM {n} ORDER BY ALL").fetchall() for n in names}
+
+    deferred = warehouse.connect(samples_wh.root)
+    monkeypatch.setattr(views, "_can_defer", False)
+    bound = warehouse.connect(samples_wh.root)
+    try:
+        assert _bound_views(bound) >= {"main.responses", "raw.responses", "main.annotated_spans"}
+        assert every_view(deferred) == every_view(bound)
+    finally:
+        deferred.close()
+        bound.close()

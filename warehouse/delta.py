@@ -291,6 +291,91 @@ def live_files_by_version(uri: str, versions: set[int]) -> dict[int, list[str] |
     return out
 
 
+def local_files(uri: str, version: int) -> list[str] | None:
+    """``live_files(uri, version)`` of a table on local disk, read from its log without deltalake: a reader
+    opening a warehouse needs only the file list, and importing deltalake and loading every table with it
+    was a good part of a small query's time from a cold process. None when the log is anything but what
+    this reads (JSON commits and single-file checkpoints of reader version 1, no deletion vectors, relative
+    paths) or looks damaged: the caller then asks deltalake, which reads it or says what is wrong."""
+    from urllib.parse import unquote
+
+    log = os.path.join(uri, LOG)
+    try:
+        names = set(os.listdir(log))
+    except OSError:
+        return None
+    if any(n.startswith("_") and n != LAST_CHECKPOINT for n in names) or any(
+            ".checkpoint." in n and not _CHECKPOINT_ONE.match(n) for n in names):
+        return None  # sidecars, multi-part or v2 checkpoints, a staged commit: deltalake's to read
+    checkpoints = sorted(int(m.group(1)) for n in names if (m := _CHECKPOINT_ONE.match(n)))
+    if LAST_CHECKPOINT in names:  # a hint naming a checkpoint that is gone: deltalake says what it makes of it
+        hint = _hint(log)
+        if hint is None or hint not in checkpoints:
+            return None
+    start = max((v for v in checkpoints if v <= version), default=-1)
+    # in deltalake's order: the newest commit first, each one's actions in order, then the checkpoint's
+    batches = []
+    for v in range(version, start, -1):
+        data = _read(os.path.join(log, f"{v:020d}.json"))
+        if not data or not data.strip():
+            return None
+        try:
+            batches.append([orjson.loads(line) for line in data.splitlines() if line.strip()])
+        except orjson.JSONDecodeError:
+            return None
+    if start >= 0:
+        batches.append(_checkpoint_actions(os.path.join(log, f"{start:020d}.checkpoint.parquet")))
+        if batches[-1] is None:
+            return None
+    live: list[str] = []
+    seen: set[str] = set()  # paths a newer action added or removed
+    for action in (a for batch in batches for a in batch):
+        if not isinstance(action, dict):
+            return None
+        if "protocol" in action:
+            protocol = action["protocol"] or {}
+            if protocol.get("minReaderVersion", 1) not in (1, 3) or not set(protocol.get("readerFeatures") or ()) <= {
+                    "timestampNtz"}:  # (a type of the schema; the file list is read as without it)
+                return None
+        for kind in ("add", "remove"):
+            act = action.get(kind)
+            if act is None:
+                continue
+            if (not isinstance(act, dict) or not isinstance(act.get("path"), str) or ":" in act["path"]
+                    or act["path"].startswith("/") or act.get("deletionVector")):
+                return None
+            if act["path"] not in seen:
+                seen.add(act["path"])
+                if kind == "add":
+                    live.append(act["path"])
+    return [os.path.join(uri, unquote(p)) for p in live]
+
+
+#: a single-file checkpoint (``<version>.checkpoint.parquet``)
+_CHECKPOINT_ONE = re.compile(r"^(\d{20})\.checkpoint\.parquet$")
+
+
+def _checkpoint_actions(path: str) -> list[dict] | None:
+    """The add and protocol actions of a checkpoint, in its order (None: it cannot be read)."""
+    import duckdb
+
+    con = duckdb.connect(":memory:")
+    try:
+        rows = con.execute(
+            "SELECT CASE WHEN \"add\" IS NOT NULL THEN json_object('add', to_json(\"add\")) "
+            "ELSE json_object('protocol', to_json(protocol)) END::VARCHAR "
+            f"FROM read_parquet({_sql_quote(path)}) WHERE \"add\" IS NOT NULL OR protocol IS NOT NULL").fetchall()
+    except duckdb.Error:
+        return None
+    finally:
+        con.close()
+    return [orjson.loads(r[0]) for r in rows]
+
+
+def _sql_quote(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
 def files_and_schema(table):
     """The files (absolute paths) of ``table``, a DeltaTable opened at a version, and its Arrow schema there: the
     schema every file of that version reads as (a file written before a column was added lacks it: null)."""

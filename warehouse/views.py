@@ -116,25 +116,74 @@ def create_raw_views(con: duckdb.DuckDBPyConnection, files: dict[str, list[str]]
     opens on a warehouse with a damaged table, and everything that does not read that table works."""
     con.execute("CREATE SCHEMA IF NOT EXISTS raw")
     damaged = damaged if damaged is not None else {}
+    footers_read = _footers_readable(con, [f for name, fs in files.items() if name not in damaged for f in fs])
     for table in TABLES.values():
         pinned = record.tables.get(table.name) or {}
         present = set(pinned.get("columns", ()))
+        create = f"CREATE OR REPLACE VIEW raw.{table.name} AS "
         if table.name not in damaged:
-            try:
-                con.execute(f"CREATE OR REPLACE VIEW raw.{table.name} AS "
-                            f"{raw_select(table, files.get(table.name, []), present)}")
+            if footers_read or not files.get(table.name):  # nothing damaged to find by binding it now
+                create_view(con, create + raw_select(table, files.get(table.name, []), present))
+                continue
+            try:  # bound now: DuckDB reads the files' footers, and the one it cannot read is named
+                con.execute(create + raw_select(table, files[table.name], present))
                 continue
             except duckdb_errors() as e:  # a data file missing, or not Parquet
                 if diagnose is None:
                     raise
                 damaged[table.name] = diagnose(table.name, e)
-        con.execute(f"CREATE OR REPLACE VIEW raw.{table.name} AS {failing_select(table, damaged[table.name])}")
+        create_view(con, create + failing_select(table, damaged[table.name]))
+
+
+def _footers_readable(con: duckdb.DuckDBPyConnection, files: list[str]) -> bool:
+    """Whether DuckDB reads the footer of every one of the local Parquet ``files``, in one query: what binding
+    each table's view would read of them (False: some file is missing or is no Parquet file, and the views
+    are bound one by one to say which table; a remote root's tables are Arrow datasets, bound as before)."""
+    if any(f.startswith(ARROW_SCAN) for f in files):
+        return False
+    if not files:
+        return True
+    try:
+        con.execute(f"SELECT count(*) FROM parquet_file_metadata([{', '.join(_quote(f) for f in files)}])").fetchall()
+    except duckdb_errors():
+        return False
+    return True
 
 
 def failing_select(table: Table, message: str) -> str:
     """A SELECT with ``table``'s columns that fails with ``message`` when a query reads a row of it."""
     cols = ", ".join(f"CAST(NULL AS {duckdb_type(c)}) AS {c.name}" for c in table.columns)
     return f"SELECT {cols} FROM (SELECT error({_quote(message)}) AS damaged) WHERE damaged IS NOT NULL"
+
+
+#: ``CREATE [OR REPLACE] VIEW name`` at the start of a statement (after comments), before its ``AS``
+_CREATE_VIEW = re.compile(r"\A((?:\s|--[^\n]*\n)*CREATE\s+(?:OR\s+REPLACE\s+)?VIEW\s+[\w.]+)(\s+AS\b)", re.IGNORECASE)
+#: whether this DuckDB takes ``WITH (DEFER_BINDING)`` (None: not tried yet)
+_can_defer: bool | None = None
+
+
+def create_view(con: duckdb.DuckDBPyConnection, statement: str) -> None:
+    """Run ``statement``, a CREATE VIEW, with the view bound when a query first reads it rather than now.
+
+    DuckDB binds a view when it is made (works out its columns, reads the footers of the files under
+    it), and again whenever a query reads it; binding every view of the warehouse when a connection
+    opened was most of the time a small query took from a cold process, for views the query never
+    read. A view whose binding finds damage (``create_raw_views``) is not made this way. A DuckDB that
+    does not know DEFER_BINDING binds it now, as before."""
+    global _can_defer
+    deferred, n = _CREATE_VIEW.subn(r"\1 WITH (DEFER_BINDING)\2", statement, count=1)
+    if n and _can_defer is not False:
+        import duckdb
+
+        try:
+            con.execute(deferred)
+            _can_defer = True
+            return
+        except duckdb.ParserException:
+            if _can_defer:  # it took the option before: the statement itself is wrong, as DuckDB says
+                raise
+            _can_defer = False
+    con.execute(statement)
 
 
 def duckdb_errors():
@@ -220,7 +269,7 @@ def apply_sql_views(con: duckdb.DuckDBPyConnection, path_fields_files: list[str]
                 continue
             except duckdb_errors():  # its file damaged: the same rows from the catalog, by the SQL that made them
                 pass
-        con.execute(statement)
+        create_view(con, statement)
 
 
 def format_views() -> list[str]:
@@ -267,11 +316,12 @@ def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None, threads:
     remote.configure_for(root, storage_options)
     store = Store(root)
     record = read_existing_snapshot(store, root, as_of)
-    schemas: dict = {}
+    # a remote root's tables are read through Arrow datasets, made with each table's schema and DeltaTable
+    schemas: dict | None = {} if store.remote else None
     # The latest snapshot's files are never vacuumed: a table of it that cannot be read is damaged, and the
     # others stay readable. An older snapshot's may have been: it is read whole or not at all.
     damaged: dict[str, Damage] | None = {} if as_of is None else None
-    opened: dict = {}
+    opened: dict | None = {} if store.remote else None
     files = pinned_files(store, record, schemas, damaged, opened)
     if as_of is not None:
         for name in files:
@@ -306,17 +356,18 @@ def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None, threads:
     datasets: dict = {}
     if store.remote:
         files, datasets = register_remote_files(con, files, schemas)
-    create_raw_views(con, files, record, messages, None if damaged is None else _diagnose_view(store, opened))
+    create_raw_views(con, files, record, messages, None if damaged is None else _diagnose_view(store, record, opened))
     fresh = record.path_fields_sql == path_fields_sql_hash()
     apply_sql_views(con, files.get(PATH_FIELDS) if fresh and PATH_FIELDS not in messages else None)
     return con, Snapshot(str(store.root), record.number, record.run_id, every, datasets, messages)
 
 
-def _diagnose_view(store: Store, opened: dict):
+def _diagnose_view(store: Store, record: SnapshotRecord, opened: dict | None):
     """For ``create_raw_views``: the message for a table whose view DuckDB could not make."""
 
     def diagnose(name: str, error: BaseException) -> str:
-        found = delta.data_damage(str(store.root), name, opened[name], footers=True)
+        table = (opened or {}).get(name) or delta.open_table(store.table_uri(name), record.tables[name]["version"])
+        found = delta.data_damage(str(store.root), name, table, footers=True)
         if found is None:  # nothing wrong with its files after all: DuckDB's own reason
             found = delta.Damage(name, delta.UNKNOWN, f"its data files cannot be read ({first_line(error)})",
                                  name)
@@ -365,6 +416,13 @@ def pinned_files(store: Store, record: SnapshotRecord, schemas: dict | None = No
     out = {}
     for name in declared(record):
         version = record.tables[name]["version"]
+        if schemas is None and opened is None and not store.remote:
+            # its log read here when it is the plain case (deltalake for anything else, and to say what is damaged);
+            # read whole, each commit the version needs is there and not empty (``delta.log_gap`` looks for that)
+            found_files = delta.local_files(store.table_uri(name), version)
+            if found_files is not None:
+                out[name] = found_files
+                continue
         try:
             table = delta.open_table(store.table_uri(name), version)
             out[name], schema = delta.files_and_schema(table)
