@@ -21,11 +21,11 @@ from warehouse.records import Mapped, Record, RecordContext
 
 from ..fields import as_fields, id_text
 from . import schema
-from .views import VIEWS
 from .annotations import Target, map_annotations
 from .datasets import map_dataset_task
 from .deliveries import DATASET_TASK, THREAD, scale_records
 from .turn import map_turn
+from .views import VIEWS
 
 #: markers of other formats (Dataloop, AfterImage): a file holding one is not ours
 _FOREIGN = (b'"shebang"', b'"conversations"')
