@@ -54,7 +54,8 @@ SPAN_ROWS = ("SELECT r.inference_model AS model, a.span, a.char_start, a.char_en
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory, request) -> tuple[Path, dict[str, str]]:
     """A Hugging Face home whose cache holds the four real tokenizers: (HF_HOME, {model id: revision})."""
-    store = request.config.cache.mkdir("hub-tokenizers") if request.config.cache else tmp_path_factory.mktemp("conv")
+    cache = getattr(request.config, "cache", None)  # absent under -p no:cacheprovider
+    store = cache.mkdir("hub-tokenizers") if cache else tmp_path_factory.mktemp("conv")
     home = tmp_path_factory.mktemp("hf_home")
     return home, {m.id: put_in_cache(home, m.id, converted(m, store)) for m in MODELS}
 
