@@ -34,9 +34,9 @@ def lines(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
-@pytest.mark.parametrize("table", ["responses", "turns", "quarantine"])
+@pytest.mark.parametrize("table", ["responses", "turns", "quarantine", "token_values"])
 def test_golden_rows(ob, golden, table):
-    order = "ORDER BY source_path, locator" if table == "quarantine" else ORDER
+    order = {"quarantine": "ORDER BY source_path, locator", "token_values": f"{ORDER}, token_index"}.get(table, ORDER)
     golden(f"openai_batch/{table}", ob.rows(f"SELECT * FROM {table} {order}"))
 
 
@@ -76,6 +76,31 @@ def test_n_choices_are_responses_of_one_record_and_their_logprobs_are_kept_as_wr
                      "WHERE r.custom_id = 'request-2' ORDER BY 1, 2")
     assert tokens == [{"candidate_index": 0, "token_index": 0, "token": "Yes", "logprob": -0.0215, "alternatives": 2},
                       {"candidate_index": 1, "token_index": 0, "token": "No", "logprob": -3.8506, "alternatives": 2}]
+
+
+def test_every_choices_logprobs_are_its_per_token_values(ob):
+    """Each choice's log probabilities, read from the files by hand, are the token_values of its response
+    (method logprob, in token order); aligned only where the completion's own count says how many."""
+    expected = {}
+    for path in sorted(OB.rglob("*.jsonl")) + sorted(OB.rglob("*.json")):
+        docs = [json.loads(path.read_text())] if path.suffix == ".json" else lines(path)
+        for doc in docs:
+            body = (doc.get("response") or {}).get("body") or doc
+            for choice in body.get("choices") or []:
+                content = (choice.get("logprobs") or {}).get("content")
+                if content:
+                    expected[(doc.get("custom_id"), choice["index"])] = [e["logprob"] for e in content]
+    assert len(expected) >= 3
+    got = ob.rows("SELECT r.custom_id, r.candidate_index, t.method, t.token_index, t.value, t.aligned "
+                  "FROM token_values AS t JOIN responses AS r USING (response_id) ORDER BY 1, 2, 4")
+    by_choice = {}
+    for g in got:
+        assert g["method"] == "logprob"
+        by_choice.setdefault((g["custom_id"], g["candidate_index"]), []).append(g["value"])
+    assert by_choice == expected
+    # vllm-1's completion counts 3 tokens and its file lists 2 log probabilities: never stretched
+    assert {g["aligned"] for g in got if g["custom_id"] == "vllm-1"} == {False}
+    assert {g["aligned"] for g in got if g["custom_id"] == "request-2"} == {None}  # two choices: no count of each
 
 
 def test_a_failed_request_is_quarantined_with_what_the_api_said_and_its_prompt_kept(ob):

@@ -233,19 +233,36 @@ def test_per_token_values_draw_a_heatmap_and_trajectories_when_the_warehouse_has
 
 
 def test_a_responses_ingested_projections_are_its_heatmap(tmp_path):
-    """The real path: trait-interp projection files ingested into token_values, drawn for their response."""
-    import json
-
+    """The real path: trait-interp projection files ingested into token_values, drawn for their response;
+    vectors of one trait, layer and method that differ in their component (an older file's sublayers)
+    are rows of their own."""
     w = Warehouse(tmp_path / "wh")
     w.ingest(FIXTURES / "trait_interp_projections")
-    rid = w.one("SELECT response_id FROM token_values GROUP BY 1 ORDER BY count(DISTINCT (trait, layer, method)) DESC, 1 "
-                "LIMIT 1")
+    rid = w.one("SELECT response_id FROM token_values SEMI JOIN responses USING (response_id) GROUP BY 1 "
+                "ORDER BY count(DISTINCT (trait, layer, method, component)) - count(DISTINCT (trait, layer, method)) DESC, "
+                "count(DISTINCT (trait, layer, method, component)) DESC, 1 LIMIT 1")
     expected = {}
-    for r in w.rows("SELECT trait, layer, method, segment, value FROM token_values WHERE response_id = ? "
+    for r in w.rows("SELECT trait, layer, method, component, segment, value FROM token_values WHERE response_id = ? "
                     "ORDER BY token_index", [rid]):
-        vector = expected.setdefault(f"{r['trait']} · L{r['layer']} · {r['method']}", {})
+        vector = expected.setdefault(f"{r['trait']} · L{r['layer']} · {r['method']} · {r['component']}", {})
         vector.setdefault(r["segment"], []).append(r["value"])
-    assert len(expected) > 1
+    assert len(expected) > len({label.rsplit(" · ", 1)[0] for label in expected}) > 0  # sublayers of one layer
+    _assert_heatmap(w, rid, expected)
+
+
+def test_a_completions_log_probabilities_are_its_heatmap(tmp_path):
+    """OpenAI batch results' logprobs, ingested as token_values, drawn under the one name they have."""
+    w = Warehouse(tmp_path / "wh")
+    w.ingest(FIXTURES / "openai_batch")
+    rid = w.one("SELECT response_id FROM responses WHERE custom_id = 'vllm-1'")
+    values = [r["value"] for r in w.rows("SELECT value FROM token_values WHERE response_id = ? ORDER BY token_index", [rid])]
+    assert len(values) > 1
+    _assert_heatmap(w, rid, {"logprob": {"response": values}})
+
+
+def _assert_heatmap(w, rid, expected: dict):
+    import json
+
     reader = Reader(w.root)
     try:
         page = plain_page(reader, rid)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from warehouse.decimals import fits, floats
 from warehouse.records import Mapped, RecordContext, RecordError
 
 from ..fields import Fields, as_fields, children, expect_object
@@ -132,7 +133,7 @@ def _completion(body: Fields, sub: str, shared: list[dict], columns: dict, extra
         body_rest["usage"] = usage.rest()
     if body_rest:
         extra = {**extra, "body": body_rest}
-    rows, turns = [], list(shared)
+    rows, turns, values = [], list(shared), []
     for i, c, locator in children(choices, f"{sub}.choices", "choice", ctx):
         rid = ctx.row_id(c.sub)
         message = c.raw("message")
@@ -149,13 +150,37 @@ def _completion(body: Fields, sub: str, shared: list[dict], columns: dict, extra
             row.update(token_ids=prompt_ids + c.ints("token_ids"), prompt_end=len(prompt_ids))
         row["extra"] = _with(extra, "choice", c.rest())
         rows.append(row)
+        # the completion's token count is this choice's only when it is the one choice
+        n_tokens = common["completion_tokens"] if len(choices) == 1 else None
+        logprobs = _logprob_row(row["logprobs"], rid, n_tokens, f"{c.sub}.logprobs.content", ctx)
+        if logprobs is not None:
+            values.append(logprobs)
     if not rows:  # no choices: the prompt, unanswered
         rows.append({**common, "response_id": ctx.row_id(), "candidate_index": 0, **exchange(shared),
                      "extra": extra or None})
     out: Mapped = {"responses": rows}
     if turns:
         out["turns"] = turns
+    if values:
+        out["token_values"] = values
     return out
+
+
+def _logprob_row(logprobs: Any, response_id: str, n_tokens: int | None, at: str, ctx: RecordContext) -> dict | None:
+    """A choice's log probabilities as per-token values (method ``logprob``, one per generated token, in
+    order), so the views of per-token values read them as they read trait projections. The column
+    ``logprobs`` keeps them whole (tokens, bytes, top_logprobs); a list with an entry that is no token with a
+    number (a refusal's, a writer's own shape) gives no row: it is there, as written."""
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    if not isinstance(content, list) or not content:
+        return None
+    numbers = [e.get("logprob") if isinstance(e, dict) else None for e in content]
+    if not all(isinstance(n, (int, float)) and not isinstance(n, bool) for n in numbers):
+        return None
+    scores = floats(numbers)
+    return {"response_id": response_id, "segment": "response", "method": "logprob", "vector_index": 0,
+            "n_tokens": n_tokens, "source_locator": ctx.locate(at),
+            "scores" if fits(scores) else "scores_float": scores}
 
 
 def _with(extra: dict, key: str, value: dict | None) -> dict | None:

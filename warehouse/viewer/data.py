@@ -15,8 +15,9 @@ of that table with LIMIT/OFFSET (paging and its count stay cheap on millions of 
 docs/tables.md) with rows for a response, its page draws them: a heatmap of each vector's values
 over the tokens and their trajectories. The columns read are ``response_id``, ``segment``
 (``prompt``|``response``), ``token_index`` (inside its segment), ``trait``, ``layer``, ``method``,
-``value``, and, where the relation has them, ``normalized``, ``norm``, ``aligned``, ``baseline``
-and ``source``. ``Reader(setup=...)`` is the seam to give it another such relation: ``setup(con)``
+``value``, and, where the relation has them, ``component``, ``vector_index`` (two vectors of one
+trait, layer and method that differ in these are two rows), ``normalized``, ``norm``, ``aligned``,
+``baseline`` and ``source``. ``Reader(setup=...)`` is the seam to give it another such relation: ``setup(con)``
 runs on the connection before it is sandboxed (a test registers a table of hand-written values).
 """
 
@@ -43,7 +44,7 @@ COMPARE_MAX = 8
 PREVIEW = 100
 #: the relation of per-token values, when the warehouse has it
 TOKEN_VALUES = "token_values"
-TOKEN_VALUE_OPTIONAL = ("normalized", "norm", "aligned", "baseline", "source")
+TOKEN_VALUE_OPTIONAL = ("component", "vector_index", "normalized", "norm", "aligned", "baseline", "source")
 
 
 @dataclass(frozen=True)
@@ -274,10 +275,11 @@ class Reader:
                     if record_of[i] == record and rid != i:
                         out[i]["candidates"].append(rid)
             if self.token_values is not None:
+                order = ("response_id", "trait", "layer", "method",
+                         *(k for k in ("component", "vector_index") if k in self.token_values), "segment", "token_index")
                 for r in _dicts(c.execute(
                         f"SELECT response_id, {', '.join(self.token_values)} FROM {TOKEN_VALUES} "
-                        "WHERE response_id IN (SELECT unnest($ids)) ORDER BY response_id, trait, layer, method, "
-                        "segment, token_index", {"ids": ids})):
+                        f"WHERE response_id IN (SELECT unnest($ids)) ORDER BY {', '.join(order)}", {"ids": ids})):
                     out[r.pop("response_id")]["token_values"].append(r)
         return out
 

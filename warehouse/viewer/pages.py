@@ -277,12 +277,19 @@ def _token_html(segment: str, tokens: list[str], ids: list, sentence_of: dict[in
     return Markup("".join(out))
 
 
+def _vector_label(v: dict) -> str:
+    """What names a vector: its trait, layer, method and component, those it has (log probabilities
+    have only a method)."""
+    parts = [v["trait"], None if v["layer"] is None else f"L{v['layer']}", v["method"], v.get("component")]
+    return " · ".join(str(p) for p in parts if p is not None)
+
+
 def _vectors(values: list[dict], lengths: dict[str, int]) -> list[dict]:
     """The response's vectors (trait, layer, method), each with its values per segment, by token index."""
     vectors: dict[tuple, dict] = {}
     for v in values:
-        key = (v["trait"], v["layer"], v["method"])
-        d = vectors.setdefault(key, {"label": f"{v['trait']} · L{v['layer']} · {v['method']}",
+        key = (v["trait"], v["layer"], v["method"], v.get("component"), v.get("vector_index"))
+        d = vectors.setdefault(key, {"label": _vector_label(v),
                                      "aligned": True, "values": {"prompt": [], "response": []},
                                      "source": v.get("source"), "baseline": v.get("baseline")})
         if v.get("aligned") is False:
