@@ -469,3 +469,28 @@ def spark_wh_arrow(w: Warehouse, sql: str):
         return con.sql(sql).to_arrow_table()
     finally:
         con.close()
+
+
+# --- view ---------------------------------------------------------------------------------------
+
+
+def test_the_viewers_pages_of_a_remote_root_are_those_of_the_same_local_ingest(s3, roots, env_for):
+    """The list, a response page of each format and the spans of a category, read from the bucket as from disk."""
+    from warehouse.viewer.data import Reader
+    from warehouse.viewer.pages import Links, Pages
+
+    url, local = roots
+    readers = [Reader(url), Reader(str(local))]
+    try:
+        remote_pages, local_pages = (Pages(r, Links()) for r in readers)
+        assert str(remote_pages.list(size=None)) == str(local_pages.list(size=None))
+        ids = Warehouse(local).rows("SELECT min(response_id) AS response_id FROM responses GROUP BY source_format ORDER BY 1")
+        assert len(ids) >= 4
+        for r in ids:
+            assert str(remote_pages.response(r["response_id"])) == str(local_pages.response(r["response_id"]))
+        category = Warehouse(local).one("SELECT category FROM annotations WHERE level = 'span' GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1")
+        assert 'data-category="' in str(local_pages.spans(category))
+        assert str(remote_pages.spans(category)) == str(local_pages.spans(category))
+    finally:
+        for r in readers:
+            r.close()
