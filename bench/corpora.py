@@ -134,9 +134,9 @@ def tokens_of(rng: random.Random, n: int) -> tuple[list[str], list[int], str]:
     return toks, [1000 + _INDEX[t.strip()] * 2 + (t[0] == " ") for t in toks], "".join(toks)
 
 
-def inference_record(rng: random.Random, i: int) -> dict:
-    p_toks, p_ids, p_text = tokens_of(rng, 50)
-    r_toks, r_ids, r_text = tokens_of(rng, 350)
+def inference_record(rng: random.Random, i: int, prompt_tokens: int = 50, response_tokens: int = 350) -> dict:
+    p_toks, p_ids, p_text = tokens_of(rng, prompt_tokens)
+    r_toks, r_ids, r_text = tokens_of(rng, response_tokens)
     return {
         "prompt": "<bos><start_of_turn>user\n" + p_text, "response": r_text, "system_prompt": None,
         "tokens": ["<bos>"] + p_toks + r_toks, "token_ids": [2] + p_ids + r_ids, "prompt_end": 1 + len(p_ids),

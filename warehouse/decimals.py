@@ -2,7 +2,7 @@
 
 Per-token scores, norms and normalised scores come rounded to 4 decimals (the writers of
 interpretability projections round them so). Parquet DECIMAL(9,4) holds such a number exactly as a 32-bit count of ten-thousandths; byte-stream-split
-and zstd bring it to about 2 bytes, where a double takes 3 to 8 (bench/token_values_storage.py).
+and zstd bring it to 1.5 to 2.5 bytes, where a double takes 6 to 7 (bench/README.md, per-token values).
 It reads back as the very double the JSON text parses to: k / 10^4 is correctly rounded, in
 numpy as in DuckDB's cast. A list holding a value that is no such decimal (an unrounded older
 file, NaN, a value of 10^5 or more, a log-probability) goes whole to the float column beside

@@ -333,7 +333,7 @@ TOKEN_VALUES = Table(
     doc=(
         "Per-token values of responses (trait projections: a score per token for each trait vector, "
         "with the activation's norm and a normalised score). Stored as one row per response, vector "
-        "and segment holding the values as lists, one element per token (about 2 bytes a value: "
+        "and segment holding the values as lists, one element per token (about 2.3 bytes a score, 6.3 with its norm and normalised score: "
         "bench/README.md); the view `token_values` shows one row per token, with the columns below "
         "the stored ones in place of the lists. A list that does not line up with the response's "
         "tokens is kept as it is, never padded or stretched (`aligned`; docs/token_values.md)."
