@@ -76,7 +76,12 @@ def test_killed_ingests_leave_old_or_new_state_never_a_mix(tmp_path):
             write_file(paths[i], label, i)
             on_disk[str(paths[i])] = label
         proc = subprocess.Popen(ingest_cmd(src, root, "--jobs", rng.choice(["1", "2"])))
-        time.sleep(rng.uniform(0.02, duration * 1.5))
+        if attempt % 4 == 3:  # killed once its snapshot is written: a kill after the commit, however slow the machine
+            before = len(Store(root).snapshots())
+            while proc.poll() is None and len(Store(root).snapshots()) == before:
+                time.sleep(0.01)
+        else:
+            time.sleep(rng.uniform(0.02, duration * 1.5))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         st = state(root)  # the warehouse opens and answers after every kill
