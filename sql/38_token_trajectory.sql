@@ -1,7 +1,6 @@
 -- token_trajectory: a response's values for each vector in token order, prompt then response, with
 -- the running mean and a moving mean (the value and two neighbours on each side), as a trajectory
--- of per-token projections is usually drawn (without centering it on the first token). One trajectory
--- per vector: a file of the older layout holds several layers and components.
+-- of per-token projections is usually drawn (without centering it on the first token).
 --
 -- sequence_index is the token's index in the whole sequence (the response's prompt_end + token_index for
 -- the response segment); token is the response's token there, when the list lines up with them.
@@ -30,11 +29,9 @@ SELECT
     t.value,
     t.normalized,
     t.cosine,
-    avg(t.value) OVER (PARTITION BY t.response_id, t.source_path, t.trait, t.layer, t.method, t.component, t.vector_index
-                       ORDER BY t.prompt_first, t.token_index
+    avg(t.value) OVER (PARTITION BY t.response_id, t.source_path, t.vector_index ORDER BY t.prompt_first, t.token_index
                        ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS running_mean,
-    avg(t.value) OVER (PARTITION BY t.response_id, t.source_path, t.trait, t.layer, t.method, t.component, t.vector_index
-                       ORDER BY t.prompt_first, t.token_index
+    avg(t.value) OVER (PARTITION BY t.response_id, t.source_path, t.vector_index ORDER BY t.prompt_first, t.token_index
                        ROWS BETWEEN 2 PRECEDING AND 2 FOLLOWING) AS moving_mean,
     t.aligned,
     t.source_path

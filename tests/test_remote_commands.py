@@ -341,20 +341,18 @@ def test_an_older_file_lacking_a_later_column_reads_it_as_null_on_a_remote_root(
 
 
 def _covering_tables(con) -> list[str]:
-    """Tables holding rows that between them have a column of every Arrow type the declarations use:
+    """Tables holding rows that between them have a column of every Arrow type those tables declare:
     what the data source converts is the type, and test_spark holds every table and view to DuckDB."""
     from warehouse.tables import TABLES
 
-    left = {str(f.type) for t in TABLES.values() for f in t.arrow_schema}
+    types = {n: {str(f.type) for f in t.arrow_schema} for n, t in TABLES.items()
+             if con.execute(f"SELECT count(*) FROM raw.{n}").fetchall()[0][0]}
+    left = set().union(*types.values())
     chosen = []
-    while left:
-        name, types = max(((n, {str(f.type) for f in t.arrow_schema} & left) for n, t in TABLES.items()
-                           if n not in chosen and con.execute(f"SELECT count(*) FROM raw.{n}").fetchall()[0][0]),
-                          key=lambda x: len(x[1]), default=(None, set()))
-        if not types:
-            break  # a type only empty tables have: nothing of it to read
+    while left:  # greedily, the table with most types not yet covered
+        name = max(types, key=lambda n: len(types[n] & left))
         chosen.append(name)
-        left -= types
+        left -= types.pop(name)
     return chosen
 
 

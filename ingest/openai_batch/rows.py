@@ -134,6 +134,8 @@ def _completion(body: Fields, sub: str, shared: list[dict], columns: dict, extra
     if body_rest:
         extra = {**extra, "body": body_rest}
     rows, turns, values = [], list(shared), []
+    # the completion's token count is a choice's own only when it is the one choice
+    n_tokens = common["completion_tokens"] if len(choices) == 1 else None
     for i, c, locator in children(choices, f"{sub}.choices", "choice", ctx):
         rid = ctx.row_id(c.sub)
         message = c.raw("message")
@@ -150,8 +152,6 @@ def _completion(body: Fields, sub: str, shared: list[dict], columns: dict, extra
             row.update(token_ids=prompt_ids + c.ints("token_ids"), prompt_end=len(prompt_ids))
         row["extra"] = _with(extra, "choice", c.rest())
         rows.append(row)
-        # the completion's token count is this choice's only when it is the one choice
-        n_tokens = common["completion_tokens"] if len(choices) == 1 else None
         logprobs = _logprob_row(row["logprobs"], rid, n_tokens, f"{c.sub}.logprobs.content", ctx)
         if logprobs is not None:
             values.append(logprobs)

@@ -285,7 +285,7 @@ def _vector_label(v: dict) -> str:
 
 
 def _vectors(values: list[dict], lengths: dict[str, int]) -> list[dict]:
-    """The response's vectors (trait, layer, method), each with its values per segment, by token index."""
+    """The response's vectors (trait, layer, method, component, index), each with its values per segment, by token index."""
     vectors: dict[tuple, dict] = {}
     for v in values:
         key = (v["trait"], v["layer"], v["method"], v.get("component"), v.get("vector_index"))
