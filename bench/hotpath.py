@@ -26,12 +26,12 @@ import pyarrow.json as pj
 import pyarrow.parquet as pq
 
 from warehouse.formats.afterimage import fast
-from warehouse.readers import count_lines, line_ends, read_piece, scan_lines
-from warehouse.registry import Registry
-from warehouse.sink import conform
+from warehouse.formatkit.readers import count_lines, line_ends, read_piece, scan_lines
+from warehouse.formatkit.registry import Registry
+from warehouse.run.sink import conform
 from warehouse.tables import TABLES
-from warehouse.worker import BatchIngest, BatchSpec, WorkItem
-from warehouse.writer import PARQUET_OPTIONS, check_batch, dictionary_columns
+from warehouse.run.worker import BatchIngest, BatchSpec, WorkItem
+from warehouse.store.writer import PARQUET_OPTIONS, check_batch, dictionary_columns
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from measure import cpu, stage_table  # noqa: E402

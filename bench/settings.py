@@ -7,7 +7,7 @@ Each variant is ``PYTHON -m warehouse.cli ingest CORPUS --root FRESH --quiet`` w
 environment variables set, the ones each library reads when a process starts: run it with a
 checkout that does not set them itself (main before part F) as ``--python``: ``none`` is that
 checkout as it is, each named variant that one setting alone, ``all`` every one; ``--shipped``
-adds a checkout that sets them itself (``warehouse.process_settings``), with none of them
+adds a checkout that sets them itself (``warehouse.run.process_settings``), with none of them
 set. Rounds rotate the order (a change in the machine's load falls on every variant alike);
 figures are medians of ``--runs``.
 
@@ -29,12 +29,12 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from warehouse.process_settings import ENV  # noqa: E402
+from warehouse.run.process_settings import ENV  # noqa: E402
 
 from measure import run, say  # noqa: E402
 
 #: each setting alone, as the environment variables its library reads when a process starts
-#: (or loads it), with the values ``warehouse.process_settings`` gives the ingest's processes
+#: (or loads it), with the values ``warehouse.run.process_settings`` gives the ingest's processes
 ON = {
     "purge": {k: ENV[k] for k in ("MIMALLOC_PURGE_DELAY",)},
     "glibc": {k: ENV[k] for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")},

@@ -23,8 +23,8 @@ import sys
 import tempfile
 import time
 
-from warehouse.registry import Registry
-from warehouse.worker import BatchIngest, BatchSpec, WorkItem
+from warehouse.formatkit.registry import Registry
+from warehouse.run.worker import BatchIngest, BatchSpec, WorkItem
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from measure import cpu, stage_table  # noqa: E402

@@ -41,8 +41,7 @@ def child(engine: str, src: str, root: str, out: str, master: str, jobs: int) ->
     """In the child: one ingest with its phases timed, written as one JSON object to ``out``
     (the parent's timer keeps stdout for itself)."""
     import warehouse
-    from warehouse import runner
-
+    from warehouse.run import runner
     phases = dict.fromkeys(PHASES, 0.0)
 
     def timed(name, f):

@@ -29,7 +29,7 @@ def log(msg: str) -> None:
     sys.stderr.write(f"TL {t:7.3f} pid={os.getpid()} {msg}\n")
 
 
-import warehouse.worker as _worker  # noqa: E402  (in workers too: the forkserver imports this module)
+import warehouse.run.worker as _worker  # noqa: E402  (in workers too: the forkserver imports this module)
 
 _run = _worker.BatchIngest.run
 
@@ -92,14 +92,14 @@ if __name__ == "__main__":
     import warehouse.cli  # noqa: F401  (its imports are the process's start-up)
 
     log(f"imports of warehouse.cli done (cpu {time.process_time():.3f} s)")
-    import warehouse.catalog as catalog
-    import warehouse.commit as commit
-    import warehouse.delta as delta
-    import warehouse.pieces as pieces
-    import warehouse.registry as registry
-    import warehouse.runner as runner
+    import warehouse.run.catalog as catalog
+    import warehouse.run.commit as commit
+    import warehouse.store.delta as delta
+    import warehouse.run.pieces as pieces
+    import warehouse.formatkit.registry as registry
+    import warehouse.run.runner as runner
 
-    log(f"imports of warehouse.runner done (cpu {time.process_time():.3f} s)")
+    log(f"imports of warehouse.run.runner done (cpu {time.process_time():.3f} s)")
     for name in ("_what_to_read", "start_forkserver", "open_for_writing", "split_large_files", "_path_fields_ahead",
                  "_run_batches", "merge_pieces", "commit"):
         wrap(runner, name)

@@ -269,9 +269,9 @@ def storage_table(root: Path) -> None:
     import duckdb
     import pyarrow.parquet as pq
 
-    import warehouse.storage
+    import warehouse.store.storage
 
-    files = warehouse.storage.snapshot_files(root)["token_values"]
+    files = warehouse.store.storage.snapshot_files(root)["token_values"]
     con = duckdb.connect()
     rows, values = con.execute(
         "SELECT count(*), sum(len(coalesce(scores_float, CAST(scores AS DOUBLE[])))) FROM read_parquet(?)",
@@ -313,7 +313,7 @@ def alternatives(path: str) -> None:
     import pyarrow.parquet as pq
 
     from warehouse.decimals import DECIMAL
-    from warehouse.writer import PARQUET_OPTIONS
+    from warehouse.store.writer import PARQUET_OPTIONS
 
     table = pq.read_table(path, columns=["scores", "norms", "normalized"])
     layouts = [("DECIMAL(9,4), byte-stream-split", DECIMAL, True), ("DECIMAL(9,4), dictionary then plain", DECIMAL, False),
@@ -335,7 +335,7 @@ def alternatives(path: str) -> None:
 
 
 def query_table(root: Path, base: Path, runs: int) -> None:
-    import warehouse.storage
+    import warehouse.store.storage
 
     sql = QUERY.format(layer=best_layer(0))
     say(f"query: {sql}")

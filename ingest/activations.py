@@ -22,9 +22,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from warehouse.ingestor import Ingestor
-from warehouse.readers import SourceFile
-from warehouse.records import Mapped, Record, RecordContext
+from warehouse.formatkit.ingestor import Ingestor
+from warehouse.formatkit.readers import SourceFile
+from warehouse.formatkit.records import Mapped, Record, RecordContext
 from warehouse.tables import I64, C, Table, provenance
 
 _LAYOUTS = re.compile(

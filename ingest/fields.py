@@ -12,7 +12,7 @@ from array import array
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from warehouse.records import RecordContext, RecordError
+from warehouse.formatkit.records import RecordContext, RecordError
 
 
 def json_type(v: Any) -> str:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from warehouse.records import RecordContext, RecordError
+from warehouse.formatkit.records import RecordContext, RecordError
 
 from .fields import Fields, as_fields, json_type, preview
 

@@ -309,9 +309,9 @@ def batch_rows(paths: list[Path], root: Path, fast_paths: bool, tables) -> tuple
     batch result. The fast-path tests compare this with fast paths on and off."""
     import pyarrow.parquet as pq
 
-    from warehouse.registry import Registry
-    from warehouse.storage import new_run_id
-    from warehouse.worker import BatchIngest, BatchSpec, WorkItem
+    from warehouse.formatkit.registry import Registry
+    from warehouse.store.storage import new_run_id
+    from warehouse.run.worker import BatchIngest, BatchSpec, WorkItem
 
     spec = BatchSpec(run_id=new_run_id(), batch_no=1, root=str(root), items=[WorkItem(str(p)) for p in paths],
                      registry=Registry.installed(), fast_paths=fast_paths)

@@ -13,11 +13,11 @@ import warehouse
 from warehouse.errors import StrictModeError
 from warehouse.formats.afterimage import AfterImage
 from warehouse.formats.afterimage.row import map_row
-from warehouse.records import RecordContext, stable_id
-from warehouse.registry import Registry
+from warehouse.formatkit.records import RecordContext, stable_id
+from warehouse.formatkit.registry import Registry
 from warehouse.tables import TABLES
-from warehouse.worker import detect
-from warehouse.writer import RowValidator
+from warehouse.run.worker import detect
+from warehouse.store.writer import RowValidator
 
 from .conftest import FIXTURES, REPO, ingested_cleanly, write_text
 
@@ -450,7 +450,7 @@ def test_afterimage_mapping_keeps_every_field(source):
 
 def test_the_fast_paths_ids_of_a_block_are_the_record_paths_ids():
     """`stable_ids` hashes the path once for a block's lines; every id is `stable_id`'s."""
-    from warehouse.records import stable_id, stable_ids
+    from warehouse.formatkit.records import stable_id, stable_ids
 
     for path in ("/data/conversations.jsonl", "/données/é.jsonl", "/bad/\udcff.jsonl"):
         locators = ["1", "2", "10", "3.conversations[1]", ""]

@@ -16,7 +16,8 @@ import pyarrow as pa
 import pytest
 
 import warehouse
-from warehouse import api, views
+from warehouse import api
+from warehouse.read import views
 from warehouse.cli import main
 from warehouse.errors import QueryError, StorageError, UsageError, WarehouseError
 
@@ -241,9 +242,9 @@ def test_sql_returns_a_relation_with_or_without_parameters(root):
             == wh.read("turns", where="role = 'user'").height)
 
 
-@pytest.mark.parametrize("name, target", [("ingest", "warehouse.runner:ingest"), ("export", "warehouse.exports:export"),
-                                          ("tokenize", "warehouse.runner:ingest"), ("sql", "warehouse.query:sql"),
-                                          ("stats", "warehouse.query:stats")])
+@pytest.mark.parametrize("name, target", [("ingest", "warehouse.run.runner:ingest"), ("export", "warehouse.exports:export"),
+                                          ("tokenize", "warehouse.run.runner:ingest"), ("sql", "warehouse.read.query:sql"),
+                                          ("stats", "warehouse.read.query:stats")])
 def test_the_top_level_functions_take_typed_keywords(name, target):
     """No **options: every parameter is named and annotated, and is a parameter of what it calls, with its default."""
     module, attr = target.split(":")

@@ -24,7 +24,7 @@ import re
 import tokenize
 from pathlib import Path
 
-from warehouse.registry import GROUP, Registry
+from warehouse.formatkit.registry import GROUP, Registry
 
 from .conftest import REPO
 
@@ -293,7 +293,7 @@ def test_the_kit_check_finds_each_kind_of_reach(tmp_path):
         "from warehouse.exports.generic import BATCH, belonging\n"
         "from warehouse.exports import ExportContext, jsontext, kit\n"
         "import warehouse.exports.conversation\n"
-        "from warehouse.readers import _private\n"
+        "from warehouse.formatkit.readers import _private\n"
         "x = kit._parent('turns')\n"
         "from warehouse.exports.kit import stage\n")
     found = "\n".join(kit_violations(tmp_path / "ingest"))
@@ -302,7 +302,7 @@ def test_the_kit_check_finds_each_kind_of_reach(tmp_path):
         "ingest/fmt/export.py:2: imports warehouse.exports.ExportContext",
         "ingest/fmt/export.py:2: imports warehouse.exports.jsontext",
         "ingest/fmt/export.py:3: imports warehouse.exports.conversation",
-        "ingest/fmt/export.py:4: imports the private warehouse.readers._private",
+        "ingest/fmt/export.py:4: imports the private warehouse.formatkit.readers._private",
         "ingest/fmt/export.py:5: uses the private kit._parent",
     ):
         assert expected in found, (expected, found)

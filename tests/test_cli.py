@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from warehouse.cli import build_parser, main
-from warehouse.registry import Registry
+from warehouse.formatkit.registry import Registry
 
 from .conftest import FIXTURES
 
@@ -179,7 +179,7 @@ def test_the_quarantine_hint_is_a_command_that_runs_as_printed(tmp_path, capsys)
 
 
 def test_a_locked_warehouse_says_how_to_wait(root, capsys):
-    from warehouse.storage import Store
+    from warehouse.store.storage import Store
 
     with Store(root).lock():  # another holder (a second flock, even from this process, conflicts)
         assert main(["ingest", str(TI), "--root", str(root), "--no-wait", "--quiet"]) == 4

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from warehouse.registry import Registry
-from warehouse.storage import new_run_id
-from warehouse.worker import BatchIngest, BatchSpec, WorkItem
+from warehouse.formatkit.registry import Registry
+from warehouse.store.storage import new_run_id
+from warehouse.run.worker import BatchIngest, BatchSpec, WorkItem
 
 from .conftest import FIXTURES
 

@@ -15,11 +15,11 @@ import warehouse
 from warehouse.formats.dataloop import Dataloop
 from warehouse.formats.dataloop.download import siblings
 from warehouse.formats.dataloop.item import document_key
-from warehouse.records import Record, RecordContext, stable_id
-from warehouse.registry import Registry
+from warehouse.formatkit.records import Record, RecordContext, stable_id
+from warehouse.formatkit.registry import Registry
 from warehouse.tables import TABLES
-from warehouse.worker import detect
-from warehouse.writer import RowValidator
+from warehouse.run.worker import detect
+from warehouse.store.writer import RowValidator
 
 from .conftest import FIXTURES, REPO, ingested_cleanly, write_json, write_text
 

@@ -19,9 +19,9 @@ import pytest
 from deltalake import DeltaTable
 
 import warehouse
-from warehouse import delta
+from warehouse.store import delta
 from warehouse.errors import StorageError
-from warehouse.storage import Store
+from warehouse.store.storage import Store
 
 from .conftest import FIXTURES, REPO, Warehouse, write_json, write_text
 
@@ -104,7 +104,7 @@ def assert_outside_readers_agree(root: Path) -> dict[str, int]:
 KILL_IN_COMMIT = """
 import os, signal, sys
 import warehouse
-from warehouse import delta
+from warehouse.store import delta
 real, n = delta.commit_table, [0]
 def dying(*a, **k):
     n[0] += 1
@@ -141,8 +141,7 @@ def test_outside_readers_agree_with_the_views_after_every_step(wh, tmp_path, mon
     assert assert_outside_readers_agree(wh.root)["responses"] == 5
 
     conversations(src, "v3")  # Ctrl-C while the batches run: nothing of the run kept
-    from warehouse import worker
-
+    from warehouse.run import worker
     def interrupted(self):
         raise KeyboardInterrupt
     monkeypatch.setattr(worker.BatchIngest, "run", interrupted)
@@ -162,7 +161,7 @@ def test_outside_readers_agree_with_the_views_after_every_step(wh, tmp_path, mon
 
 def dead_files(root: Path) -> list[str]:
     """Data files of runs that have no snapshot (every file of a run starts with its id)."""
-    from warehouse.storage import RUN_ID
+    from warehouse.store.storage import RUN_ID
 
     known = {r.run_id for r in Store(root).snapshots()}
     return sorted(p.name for p in root.rglob("*.parquet") if RUN_ID.match(p.name)
@@ -422,7 +421,7 @@ def test_every_declared_table_is_a_delta_table_and_the_state_is_in_one_hidden_fo
 
 
 def test_snapshot_files_lists_each_tables_files_of_a_snapshot(samples_wh):
-    files = warehouse.storage.snapshot_files(samples_wh.root)
+    files = warehouse.store.storage.snapshot_files(samples_wh.root)
     assert set(files) == {*warehouse.TABLES, "path_fields"}
     assert files["responses"] == DeltaTable(str(samples_wh.root / "responses")).file_uris()
     assert all(os.path.isabs(f) and os.path.exists(f) for fs in files.values() for f in fs)
@@ -446,7 +445,7 @@ def test_file_statistics_bound_only_what_readers_compare_exactly(tmp_path):
 
     import pyarrow.parquet as pq
 
-    from warehouse.delta import STATS_STRING_MAX, file_stats
+    from warehouse.store.delta import STATS_STRING_MAX, file_stats
 
     t = pa.table({
         "n": pa.array([3, 1], pa.int64()),
@@ -490,8 +489,7 @@ def test_every_file_a_run_commits_is_fsynced_once_its_batches_files_as_they_arri
     import threading
     from collections import Counter
 
-    from warehouse import commit as commit_mod
-
+    from warehouse.run import commit as commit_mod
     root = tmp_path / "wh"
     synced = []
     real = commit_mod.fsync

@@ -12,10 +12,10 @@ import time
 
 import orjson
 
-from warehouse.ingestor import Ingestor
-from warehouse.readers import json_document_records
-from warehouse.records import RecordContext
-from warehouse.registry import Registry
+from warehouse.formatkit.ingestor import Ingestor
+from warehouse.formatkit.readers import json_document_records
+from warehouse.formatkit.records import RecordContext
+from warehouse.formatkit.registry import Registry
 
 from .conftest import write_json
 
@@ -117,7 +117,7 @@ STORED = [
 
 
 def test_depends_on_reads_and_writes_every_stored_shape_byte_for_byte():
-    from warehouse.dependencies import DependsOn
+    from warehouse.formatkit.dependencies import DependsOn
 
     for text in STORED:
         assert DependsOn.from_json(text).to_json() == text
@@ -129,7 +129,7 @@ def test_depends_on_reads_and_writes_every_stored_shape_byte_for_byte():
 def test_the_samples_catalog_reads_back_as_it_was_written(samples_wh):
     """The bundled samples' warehouse (annotation targets, a download's siblings): every catalog
     row's depends_on, read as the type and written again, is the text that was stored."""
-    from warehouse.dependencies import DependsOn
+    from warehouse.formatkit.dependencies import DependsOn
 
     stored = [r["d"] for r in samples_wh.rows("SELECT depends_on::VARCHAR AS d FROM sources WHERE depends_on IS NOT NULL")]
     assert stored
@@ -137,8 +137,8 @@ def test_the_samples_catalog_reads_back_as_it_was_written(samples_wh):
 
 
 def test_tokenize_finds_the_sources_that_asked_for_the_option_whatever_its_value():
-    from warehouse.catalog import Catalog
-    from warehouse.dependencies import Dependency, DependsOn
+    from warehouse.run.catalog import Catalog
+    from warehouse.formatkit.dependencies import Dependency, DependsOn
 
     def row(*deps):
         return {"depends_on": DependsOn.of(deps).to_json()}
@@ -179,4 +179,4 @@ def test_only_the_dependencies_module_reads_the_json_of_depends_on():
                     found.append(f"{path.name}:{node.lineno}: matches depends_on by text")
             if key in keys:
                 found.append(f"{path.name}:{node.lineno}: reads a dependency's key {key!r}")
-    assert not found, "use warehouse.dependencies.DependsOn:\n" + "\n".join(found)
+    assert not found, "use warehouse.formatkit.dependencies.DependsOn:\n" + "\n".join(found)

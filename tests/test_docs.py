@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from warehouse.tables import TABLES, render_markdown
-from warehouse.views import format_views, view_files
+from warehouse.read.views import format_views, view_files
 
 from .conftest import REPO
 
@@ -112,7 +112,7 @@ def _resolves(ref: str) -> bool:
 
 def test_the_files_tests_and_names_the_docs_cite_exist():
     """A path (`warehouse/cli.py`, `tests/test_x.py::test_y`), a link or a dotted name
-    (`warehouse.runner.commit_run`) in README.md or docs/ names something that exists."""
+    (`warehouse.run.runner.commit_run`) in README.md or docs/ names something that exists."""
     missing = []
     for doc in DOCS:
         text = doc.read_text(encoding="utf-8")

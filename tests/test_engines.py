@@ -21,11 +21,11 @@ import pytest
 
 import warehouse
 from warehouse.errors import WarehouseError, WorkerLost
-from warehouse.ingestor import Ingestor
-from warehouse.pool import Inline, ProcessPool, _Feeder
-from warehouse.readers import json_document_records
-from warehouse.registry import Registry
-from warehouse.worker import BatchSpec, WorkItem
+from warehouse.formatkit.ingestor import Ingestor
+from warehouse.run.pool import Inline, ProcessPool, _Feeder
+from warehouse.formatkit.readers import json_document_records
+from warehouse.formatkit.registry import Registry
+from warehouse.run.worker import BatchSpec, WorkItem
 
 from .conftest import FIXTURES, write_json
 
@@ -161,8 +161,7 @@ def test_inline_draws_the_next_batch_only_when_asked(tmp_path):
 
 
 def test_a_worker_that_dies_is_one_message_and_the_run_leaves_nothing(tmp_path, monkeypatch):
-    from warehouse import runner
-
+    from warehouse.run import runner
     monkeypatch.setattr(runner, "INLINE_MAX_FILES", 0)  # the process pool, even for three files
     monkeypatch.setattr(runner, "INLINE_MAX_BYTES", 0)
     monkeypatch.setattr(runner, "MIN_BATCH_FILES", 1)  # a batch each: the ingest process maps the first (a.json)
@@ -186,11 +185,11 @@ def test_the_process_pool_says_a_worker_died_as_worker_lost(tmp_path):
 
 def test_the_forkserver_imports_the_worker_and_the_runs_formats_once_for_every_worker():
     """Workers are forked with these loaded, instead of each importing pyarrow and the formats."""
-    from warehouse.pool import preload_modules
+    from warehouse.run.pool import preload_modules
 
-    assert preload_modules(TOY) == ["warehouse.forkserver_start", "__main__", "warehouse.worker", "tests.test_engines"]
+    assert preload_modules(TOY) == ["warehouse.run.forkserver_start", "__main__", "warehouse.run.worker", "tests.test_engines"]
     installed = preload_modules(Registry.installed())
-    assert "warehouse.worker" in installed and all(m in installed for m in ("warehouse.formats.afterimage",
+    assert "warehouse.run.worker" in installed and all(m in installed for m in ("warehouse.formats.afterimage",
                                                                               "warehouse.formats.trait_interp"))
     # the fast paths, which loading a format no longer imports (the run's process does not need them)
     assert {"warehouse.formats.afterimage.fast", "warehouse.formats.trait_interp.fast"} <= set(installed)
@@ -199,7 +198,7 @@ def test_the_forkserver_imports_the_worker_and_the_runs_formats_once_for_every_w
 def test_the_forkserver_starts_during_the_walk_only_when_the_run_will_use_a_pool(tmp_path, monkeypatch):
     """It starts once the walk has found more than a small run's files, so its imports overlap the
     rest of the walk; a small run, an unchanged one or --jobs 1 never starts it."""
-    import warehouse.runner as runner
+    import warehouse.run.runner as runner
 
     monkeypatch.setattr(runner, "INLINE_MAX_FILES", 3)
     started, engines = [], []
@@ -275,7 +274,7 @@ def test_the_ingest_process_maps_the_first_batch_itself_while_the_pool_starts(tm
 
 
 def test_ctrl_c_while_the_ingest_process_maps_its_own_batch_stops_the_run_and_leaves_nothing(tmp_path, monkeypatch):
-    from warehouse import runner
+    from warehouse.run import runner
     from warehouse.errors import Interrupted
 
     monkeypatch.setattr(runner, "INLINE_MAX_FILES", 0)  # the process pool, a batch per file

@@ -8,7 +8,7 @@ import pytest
 
 import warehouse
 from warehouse.formats.trait_interp import TraitInterp
-from warehouse.registry import Registry
+from warehouse.formatkit.registry import Registry
 
 from .conftest import FIXTURES, write_text
 
@@ -190,7 +190,7 @@ def test_forcing_a_format_reads_a_file_it_would_not_detect(wh, tmp_path):
 
 def test_unreadable_file(wh, tmp_path, monkeypatch):
     path = write_text(tmp_path / "in" / "responses.json", '[{"prompt": "p", "response": "r"}]')
-    import warehouse.readers as readers
+    import warehouse.formatkit.readers as readers
 
     real_open = open
 

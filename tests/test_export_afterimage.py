@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import warehouse
 from warehouse.formats.afterimage.row import map_row
 from warehouse.formats.afterimage.unmap import afterimage_row, fits_current_types
-from warehouse.records import RecordContext
+from warehouse.formatkit.records import RecordContext
 
 from .conftest import FIXTURES, REPO, Warehouse, write_json, write_text
 

@@ -15,7 +15,7 @@ import warehouse
 from warehouse.errors import UsageError
 from warehouse.formats.dataloop import Dataloop, unmap
 from warehouse.formats.dataloop import export as dl_export
-from warehouse.records import Record, RecordContext
+from warehouse.formatkit.records import Record, RecordContext
 from warehouse.tables import TABLES
 
 from .conftest import FIXTURES, REPO, Warehouse

@@ -20,8 +20,8 @@ from warehouse.formats.trait_interp.responses import map_response
 from warehouse.formats.trait_interp.sidecars import map_prompt, set_records
 from warehouse.formats.trait_interp.unmap import responses as unmap_responses
 from warehouse.formats.trait_interp.unmap import sidecars
-from warehouse.readers import decode_json
-from warehouse.records import Record, RecordContext
+from warehouse.formatkit.readers import decode_json
+from warehouse.formatkit.records import Record, RecordContext
 
 from .conftest import FIXTURES, REPO, Warehouse, normalize_rows
 

@@ -18,7 +18,7 @@ import pytest
 import warehouse
 from warehouse import cli
 from warehouse.errors import StrictModeError
-from warehouse.storage import Store
+from warehouse.store.storage import Store
 
 from .conftest import write_json, write_text
 
@@ -128,8 +128,7 @@ def test_a_read_only_warehouse_is_a_message_and_stays_as_it_was(tmp_path, capsys
 
 
 def test_compact_on_a_full_disk_is_a_message_and_the_warehouse_stays_readable(tmp_path, capsys, monkeypatch):
-    from warehouse import storage
-
+    from warehouse.store import storage
     src, root = tmp_path / "src", tmp_path / "wh"
     for i in range(3):
         steering_file(src / str(i))
@@ -171,8 +170,8 @@ def _disk_full_after(monkeypatch, module, name, calls: int):
 
 @pytest.mark.parametrize("when", ["writing parts", "committing"])
 def test_a_full_disk_is_a_message_and_leaves_no_file_of_the_run(tmp_path, capsys, monkeypatch, when):
-    import warehouse.commit as commit
-    from warehouse.writer import TableWriter
+    import warehouse.run.commit as commit
+    from warehouse.store.writer import TableWriter
 
     src, root = tmp_path / "src", tmp_path / "wh"
     for i in range(3):
@@ -245,7 +244,7 @@ def test_strict_into_a_new_root_leaves_no_trace(tmp_path):
 
 
 def test_a_failed_run_into_a_new_root_leaves_no_trace(tmp_path, monkeypatch):
-    import warehouse.commit as commit
+    import warehouse.run.commit as commit
 
     steering_file(tmp_path / "src")
 
@@ -263,7 +262,7 @@ def test_a_run_waiting_for_a_new_root_that_the_first_run_removes_takes_a_fresh_l
     waits for that lock: the second takes the lock anew (not the removed file's) and ingests."""
     import threading
 
-    import warehouse.runner as runner
+    import warehouse.run.runner as runner
 
     bad, good, root = tmp_path / "bad", tmp_path / "good", tmp_path / "wh"
     write_json(bad / STEERING / "L1_c1.0_2026-01-01_00-00-00.json", [17])

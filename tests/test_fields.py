@@ -7,7 +7,7 @@ import re
 import pytest
 
 from warehouse.formats.fields import Fields, as_fields, children
-from warehouse.records import RecordContext, RecordError
+from warehouse.formatkit.records import RecordContext, RecordError
 
 from .conftest import REPO
 

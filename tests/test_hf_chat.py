@@ -12,8 +12,8 @@ import pytest
 import warehouse
 from warehouse.formats.hf_chat import HfChat
 from warehouse.formats.openai_batch import OpenAIBatch
-from warehouse.registry import Registry
-from warehouse.worker import detect
+from warehouse.formatkit.registry import Registry
+from warehouse.run.worker import detect
 
 from .conftest import FIXTURES, REALDATA, REPO, Warehouse, ingested_cleanly, write_text
 

@@ -18,10 +18,10 @@ import pytest
 
 import warehouse
 from warehouse.formats.inspect import Inspect
-from warehouse.readers import SourceFile
-from warehouse.records import RecordContext
-from warehouse.registry import Registry
-from warehouse.worker import detect
+from warehouse.formatkit.readers import SourceFile
+from warehouse.formatkit.records import RecordContext
+from warehouse.formatkit.registry import Registry
+from warehouse.run.worker import detect
 
 from .conftest import FIXTURES, ingested_cleanly
 from .openai_chat import check_line

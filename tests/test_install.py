@@ -85,8 +85,8 @@ def editable_python(tmp_path_factory) -> tuple[Path, Path]:
 INSPECT = textwrap.dedent("""
     import importlib, json, pkgutil
     import warehouse, warehouse.formats
-    from warehouse.registry import Registry
-    from warehouse.views import sql_dir
+    from warehouse.formatkit.registry import Registry
+    from warehouse.read.views import sql_dir
     # warehouse.formats is a folder of its own in an editable install (a finder maps it): walk both
     modules = sorted({"warehouse.formats"}
                      | {m.name for m in pkgutil.walk_packages(warehouse.__path__, "warehouse.")}

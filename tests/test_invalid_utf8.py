@@ -18,11 +18,11 @@ import pyarrow.parquet as pq
 import pytest
 
 import warehouse
-from warehouse import pieces as large_files
+from warehouse.run import pieces as large_files
 from warehouse.errors import InvalidBatch
 from warehouse.formats.afterimage import fast
 from warehouse.tables import TABLES
-from warehouse.writer import TableWriter
+from warehouse.store.writer import TableWriter
 
 from .conftest import Warehouse
 
@@ -234,11 +234,11 @@ def test_a_fast_paths_tables_are_validated_once_before_they_are_kept(tmp_path, m
     """Every string is validated once before it is kept: by the fast path (the parsed block
     whole, or the block being ASCII), else by the sink (the fast path sent bad lines to the
     record path, the rows it kept are checked); the writer never again (issue 20: ~0.4 CPU-s per GB)."""
-    import warehouse.sink as sink
-    import warehouse.writer as writer
-    from warehouse.registry import Registry
-    from warehouse.storage import new_run_id
-    from warehouse.worker import BatchIngest, BatchSpec, WorkItem
+    import warehouse.run.sink as sink
+    import warehouse.store.writer as writer
+    from warehouse.formatkit.registry import Registry
+    from warehouse.store.storage import new_run_id
+    from warehouse.run.worker import BatchIngest, BatchSpec, WorkItem
 
     checked = []
 

@@ -30,8 +30,8 @@ from pathlib import Path
 import pytest
 
 import warehouse
-from warehouse.readers import BOM, decode_json
-from warehouse.records import RecordError
+from warehouse.formatkit.readers import BOM, decode_json
+from warehouse.formatkit.records import RecordError
 from warehouse.tables import TABLES
 
 from .conftest import FIXTURES, REPO, Warehouse

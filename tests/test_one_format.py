@@ -15,8 +15,8 @@ import textwrap
 
 import pytest
 
-from warehouse.registry import GROUP, Registry
-from warehouse.views import view_files, view_name
+from warehouse.formatkit.registry import GROUP, Registry
+from warehouse.read.views import view_files, view_name
 
 from .conftest import FIXTURES
 
@@ -32,8 +32,8 @@ ALONE = textwrap.dedent(f"""
         return md.EntryPoints(e for e in eps if e.name == sys.argv[1])
     md.entry_points = entry_points
     import warehouse
-    from warehouse.registry import Registry
-    from warehouse.views import view_statements
+    from warehouse.formatkit.registry import Registry
+    from warehouse.read.views import view_statements
     root = tempfile.mkdtemp()
     warehouse.ingest(sys.argv[2:], root, jobs=1, progress=False)
     con = warehouse.connect(root)

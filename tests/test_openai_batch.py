@@ -13,8 +13,8 @@ from openai.types.chat import ChatCompletion
 
 from warehouse.formats.hf_chat import HfChat
 from warehouse.formats.openai_batch import OpenAIBatch
-from warehouse.registry import Registry
-from warehouse.worker import detect
+from warehouse.formatkit.registry import Registry
+from warehouse.run.worker import detect
 
 from .conftest import FIXTURES, Warehouse, write_text
 

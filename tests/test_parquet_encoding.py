@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from warehouse.tables import TABLES
-from warehouse.writer import TableWriter
+from warehouse.store.writer import TableWriter
 
 
 def _encodings(path) -> dict[str, bool]:
@@ -51,7 +51,7 @@ def test_locators_and_prose_are_written_plain_repeated_values_with_a_dictionary(
 
 def test_nested_columns_are_named_by_their_parquet_path(tmp_path):
     """Per-column options name Parquet leaf paths: a list of short strings keeps its dictionary."""
-    from warehouse.writer import dictionary_columns
+    from warehouse.store.writer import dictionary_columns
 
     data = pa.table({
         "tags": pa.array([["a", "b"], ["a"], None] * 100, pa.list_(pa.string())),

@@ -13,9 +13,9 @@ import os
 
 import pytest
 
-from warehouse import pieces
-from warehouse.pieces import FileScan
-from warehouse.worker import WorkItem
+from warehouse.run import pieces
+from warehouse.run.pieces import FileScan
+from warehouse.run.worker import WorkItem
 
 from .conftest import Warehouse
 
@@ -90,8 +90,7 @@ def test_a_file_in_pieces_gives_the_rows_of_the_file_whole(tmp_path, monkeypatch
 
 @pytest.mark.parametrize("slice_bytes", [1, 3, 64, 1 << 18])
 def test_line_ends_are_every_newline_across_slices(monkeypatch, slice_bytes):
-    from warehouse import readers
-
+    from warehouse.formatkit import readers
     monkeypatch.setattr(readers, "_SCAN_SLICE", slice_bytes)
     data = b"\n\nab\ncd\n" + _lines(50, 30) + b"x\ny"
     want = [i for i, b in enumerate(data) if b == 10]
@@ -113,8 +112,7 @@ def test_line_ends_are_every_newline_across_slices(monkeypatch, slice_bytes):
 @pytest.mark.parametrize("slice_bytes", [1, 7, 1 << 18])
 def test_the_pass_hashes_the_bytes_it_counts_in_the_same_read(monkeypatch, slice_bytes):
     """count_lines feeds a hash the bytes it counts, a slice at a time (one read of each from memory)."""
-    from warehouse import readers
-
+    from warehouse.formatkit import readers
     monkeypatch.setattr(readers, "_SCAN_SLICE", slice_bytes)
     data = _lines(50, 30) + b"tail without a line end"
     h = hashlib.sha256()

@@ -20,16 +20,16 @@ import pyarrow as pa
 import pytest
 
 from warehouse.errors import FormatError, UsageError
-from warehouse.ingestor import Ingestor
-from warehouse.registry import GROUP, Registry
+from warehouse.formatkit.ingestor import Ingestor
+from warehouse.formatkit.registry import GROUP, Registry
 from warehouse.tables import CORE, RECORD_ID, C, Parent, Table, compose
 
 from .conftest import FIXTURES
 
 PLUGIN = '''
 """Widget logs: a third party's format, one JSONL line per widget."""
-from warehouse.ingestor import Ingestor
-from warehouse.readers import jsonl_records
+from warehouse.formatkit.ingestor import Ingestor
+from warehouse.formatkit.readers import jsonl_records
 from warehouse.tables import RECORD_ID, STR, C, Parent, Table, provenance
 
 
@@ -193,7 +193,7 @@ def test_a_declaration_that_clashes_names_both_sides(formats, message):
 def test_the_registry_lists_without_importing_and_loads_on_demand():
     code = textwrap.dedent("""
         import sys
-        from warehouse.registry import Registry
+        from warehouse.formatkit.registry import Registry
         r = Registry.installed()
         print(r.names(), sorted(m for m in sys.modules if m.startswith("warehouse.formats")))
         r.load("scale")

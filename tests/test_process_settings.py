@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from warehouse.process_settings import ENV, GC_THRESHOLDS
+from warehouse.run.process_settings import ENV, GC_THRESHOLDS
 
 from .conftest import FIXTURES
 
@@ -78,7 +78,7 @@ def test_the_ingest_command_keeps_freed_memory_and_starts_no_blas_threads():
 
 def test_importing_the_library_changes_nothing_in_the_users_process():
     """A notebook that imports ``warehouse`` (and runs a query) keeps its allocators as they were."""
-    got = _run("import warehouse, warehouse.process_settings, warehouse.pool, warehouse.runner\n" + REPORT)
+    got = _run("import warehouse, warehouse.run.process_settings, warehouse.run.pool, warehouse.run.runner\n" + REPORT)
     untouched = _run(REPORT)
     assert got["env"] == untouched["env"] == dict.fromkeys(ENV)
     assert (got["gc"], got["blas"]) == (untouched["gc"], untouched["blas"])
@@ -91,8 +91,8 @@ def test_the_pools_forkserver_and_workers_get_the_settings_and_the_callers_envir
 import json, os
 from concurrent.futures import ProcessPoolExecutor
 import multiprocessing
-from warehouse.pool import start_forkserver
-from warehouse.registry import Registry
+from warehouse.run.pool import start_forkserver
+from warehouse.formatkit.registry import Registry
 start_forkserver(Registry.installed())
 caller = {k: os.environ.get(k) for k in KEYS}
 with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("forkserver")) as pool:
@@ -122,8 +122,8 @@ import multiprocessing
 from warehouse.cli import main
 assert main(['ingest', *{sources!r}, '--root', {str(tmp_path / "wh")!r}, '--jobs', '1', '--quiet']) == 0
 command = 'pandas' in sys.modules
-from warehouse.pool import start_forkserver
-from warehouse.registry import Registry
+from warehouse.run.pool import start_forkserver
+from warehouse.formatkit.registry import Registry
 start_forkserver(Registry.installed())
 import pyarrow as pa
 with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("forkserver")) as pool:
@@ -138,7 +138,7 @@ print(json.dumps({{"command": command, "worker": worker, "to_pandas": frame}}))
 def test_the_forkserver_start_does_nothing_in_a_process_that_merely_imports_it():
     """Only the forkserver ends at once with status 0: imported anywhere else (a tool that imports
     every module), the process keeps its own exit status, and pyarrow its pandas lookout."""
-    code = ("import sys, warehouse.forkserver_start, pyarrow as pa\n"
+    code = ("import sys, warehouse.run.forkserver_start, pyarrow as pa\n"
             "pa.array(['a'])\n"
             "sys.exit(3 if ('pandas' in sys.modules) == IMPORTABLE else 4)\n")
     importable = importlib.util.find_spec("pandas") is not None

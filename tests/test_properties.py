@@ -8,11 +8,11 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import warehouse.readers as readers
+import warehouse.formatkit.readers as readers
 from warehouse.formats.trait_interp.responses import map_response
-from warehouse.records import RecordContext
+from warehouse.formatkit.records import RecordContext
 from warehouse.tables import TABLES
-from warehouse.writer import RowValidator
+from warehouse.store.writer import RowValidator
 
 line = st.binary(max_size=40).map(lambda b: b.replace(b"\n", b""))
 

@@ -13,7 +13,7 @@ import time
 import pytest
 
 import warehouse
-from warehouse.storage import RUN_ID, Store
+from warehouse.store.storage import RUN_ID, Store
 
 pytestmark = pytest.mark.slow
 

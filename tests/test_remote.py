@@ -17,10 +17,10 @@ import pytest
 import warehouse
 from warehouse import remote
 from warehouse.errors import ObjectStoreError, UsageError
-from warehouse.ingestor import Ingestor
-from warehouse.readers import json_document_records
-from warehouse.records import RecordContext
-from warehouse.registry import Registry
+from warehouse.formatkit.ingestor import Ingestor
+from warehouse.formatkit.readers import json_document_records
+from warehouse.formatkit.records import RecordContext
+from warehouse.formatkit.registry import Registry
 from warehouse.tables import TABLES
 
 from .conftest import REPO, Warehouse
@@ -157,7 +157,7 @@ def test_a_changed_object_replaces_its_rows_and_prune_drops_a_deleted_one(s3, bu
 
 
 def test_a_large_object_streams_in_ranged_pieces_like_a_local_file(s3, bucket, tmp_path, monkeypatch):
-    import warehouse.pieces as pieces
+    import warehouse.run.pieces as pieces
 
     monkeypatch.setattr(pieces, "CHUNK_BYTES", 32768)  # pieces of a few dozen lines: several ranged reads
     lines = b"".join(p.read_bytes() for p in sorted((SAMPLES / "afterimage").rglob("*.jsonl")))

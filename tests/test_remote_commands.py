@@ -22,7 +22,7 @@ import pytest
 import warehouse
 from warehouse import remote
 from warehouse.errors import ObjectStoreError, QueryError, StorageError
-from warehouse.storage import Store
+from warehouse.store.storage import Store
 
 from .conftest import Warehouse
 from .test_remote import SAMPLES
@@ -123,7 +123,7 @@ def test_export_where_is_sandboxed_on_a_remote_root_too(roots, env_for, tmp_path
     """The Arrow datasets a remote root's views read keep working under the export's sandbox, and a
     --where (or anything run on that connection) still cannot read a file."""
     from warehouse.exports.where import sandbox
-    from warehouse.query import open_existing
+    from warehouse.read.query import open_existing
 
     url, local = roots
     secret = tmp_path / "secret.parquet"
@@ -404,7 +404,7 @@ def test_spark_reads_a_file_lacking_declared_columns_as_nulls_of_their_types(spa
     import pyarrow.parquet as pq
 
     from warehouse.spark import register
-    from warehouse.storage import snapshot_files
+    from warehouse.store.storage import snapshot_files
 
     from .test_spark import _rows
 

@@ -20,9 +20,10 @@ import orjson
 import pytest
 
 import warehouse
-from warehouse import delta, remote, storage
+from warehouse.store import delta, storage
+from warehouse import remote
 from warehouse.errors import LeaseLost, LockedError, ObjectStoreError
-from warehouse.storage import Lease, Store
+from warehouse.store.storage import Lease, Store
 
 from .conftest import REPO, Warehouse
 from .test_remote import SAMPLES, put
@@ -354,7 +355,7 @@ def test_a_bucket_refusing_writes_midway_is_one_line_naming_the_key(s3, bucket, 
 _KILLED_AFTER_TWO_TABLES = """
 import os, signal, sys
 import warehouse
-from warehouse import delta
+from warehouse.store import delta
 original, done = delta.commit_table, []
 def commit_table(*args, **kwargs):
     version = original(*args, **kwargs)
@@ -458,7 +459,7 @@ def test_a_local_fault_during_a_run_into_a_remote_root_keeps_the_local_message()
     import errno
 
     from warehouse.errors import ObjectStoreError, StorageError
-    from warehouse.runner import _said_in_one_line
+    from warehouse.run.runner import _said_in_one_line
 
     class Root:  # what _said_in_one_line asks of a store
         remote = True

@@ -12,7 +12,7 @@ import json
 import pytest
 
 from warehouse.errors import StrictModeError
-from warehouse.records import KEY_LIMIT, LOCATOR_LIMIT, MESSAGE_LIMIT, key_step, short_locator, short_message
+from warehouse.formatkit.records import KEY_LIMIT, LOCATOR_LIMIT, MESSAGE_LIMIT, key_step, short_locator, short_message
 
 from .conftest import write_json
 

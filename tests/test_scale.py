@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from warehouse.formats.scale import Scale
 from warehouse.formats.scale.turn import map_turn
-from warehouse.records import Record, RecordContext, stable_id
+from warehouse.formatkit.records import Record, RecordContext, stable_id
 from warehouse.tables import TABLES
-from warehouse.writer import RowValidator
+from warehouse.store.writer import RowValidator
 
 from .conftest import FIXTURES, REALDATA, ingested_cleanly, write_text
 

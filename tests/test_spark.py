@@ -24,7 +24,7 @@ import pytest
 
 import warehouse
 from warehouse.errors import StrictModeError, UsageError
-from warehouse.storage import snapshot_files
+from warehouse.store.storage import snapshot_files
 from warehouse.tables import TABLES
 
 from .conftest import FIXTURES, REPO, Warehouse, write_json
@@ -246,7 +246,7 @@ class _WithDeltaConnector:
 def test_a_session_with_the_delta_connector_reads_each_table_at_its_pinned_version(spark, tmp_path):
     from warehouse.spark import register
     from warehouse.spark.views import has_delta_connector
-    from warehouse.storage import Store
+    from warehouse.store.storage import Store
 
     w = Warehouse(tmp_path / "wh")
     src = tmp_path / "src"

@@ -54,7 +54,7 @@ def test_an_unchanged_run_does_not_import_duckdb_nor_the_exporters(tmp_path):
     heavy = ("duckdb", "warehouse.exports", "warehouse.formats.afterimage.export", "pyarrow.compute")
     assert _modules_after(code, heavy) == dict.fromkeys(heavy, False)
     # and the exporters are there when asked for
-    from warehouse.registry import Registry
+    from warehouse.formatkit.registry import Registry
 
     assert {e.name for e in Registry.installed().exporters()} >= {"afterimage", "dataloop", "scale", "trait_interp"}
 
@@ -64,7 +64,7 @@ def test_an_unchanged_run_does_not_import_duckdb_nor_the_exporters(tmp_path):
 def test_loading_the_formats_imports_neither_pandas_nor_their_fast_paths():
     """Detection needs every format loaded; their fast paths (and what those import) are loaded where
     a batch runs: a worker (the forkserver preloads them) or an in-process run."""
-    code = "from warehouse.registry import Registry\nRegistry.installed().ingestors()"
+    code = "from warehouse.formatkit.registry import Registry\nRegistry.installed().ingestors()"
     fast = ("warehouse.formats.afterimage.fast", "warehouse.formats.trait_interp.fast")
     assert _modules_after(code, ("pandas", *fast)) == dict.fromkeys(("pandas", *fast), False)
 
@@ -74,9 +74,9 @@ def test_the_catalog_reads_the_rows_pyarrow_would(tmp_path):
     rows, the same instants, as pyarrow's own ``to_pylist``."""
     import pyarrow.parquet as pq
 
-    from warehouse import delta
-    from warehouse.catalog import Catalog
-    from warehouse.storage import Store
+    from warehouse.store import delta
+    from warehouse.run.catalog import Catalog
+    from warehouse.store.storage import Store
 
     root = tmp_path / "wh"
     warehouse.ingest(SOURCES, root=root, jobs=1, progress=False)
@@ -98,8 +98,7 @@ def test_a_connection_binds_a_view_only_when_a_query_reads_it(samples_wh):
     """Binding a view works out its columns and reads the footers of the files under it: every view of the
     warehouse bound when a connection opened was most of a small query's time from a cold process. The
     footers are still read when it opens (a damaged file is found then: tests/test_damage.py), in one query."""
-    from warehouse import views
-
+    from warehouse.read import views
     con = warehouse.connect(samples_wh.root)
     try:
         assert _bound_views(con) <= {"main.path_fields"}  # (over its materialised file: bound to find it damaged)
@@ -113,8 +112,7 @@ def test_a_connection_binds_a_view_only_when_a_query_reads_it(samples_wh):
 
 def test_views_bound_when_made_return_the_same_rows(samples_wh, monkeypatch):
     """A DuckDB without ``WITH (DEFER_BINDING)`` binds each view as it is made: the same views, the same rows."""
-    from warehouse import views
-
+    from warehouse.read import views
     def every_view(con) -> dict[str, list]:
         names = [r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal "
                                            "AND schema_name = 'main' ORDER BY 1").fetchall()]

@@ -13,7 +13,7 @@ from deltalake import DeltaTable
 
 import warehouse
 from warehouse.errors import LockedError, StrictModeError
-from warehouse.storage import RUN_ID, Store, snapshot_files
+from warehouse.store.storage import RUN_ID, Store, snapshot_files
 
 from .conftest import FIXTURES, Warehouse, normalize_rows, write_json
 
@@ -220,8 +220,7 @@ def test_a_second_ingest_waits_for_the_lock_or_fails_with_no_wait(wh, tmp_path):
 
 
 def test_parallel_ingest_gives_the_same_rows_as_inline(tmp_path, monkeypatch):
-    from warehouse import runner
-
+    from warehouse.run import runner
     inline, parallel = Warehouse(tmp_path / "a"), Warehouse(tmp_path / "b")
     src = FIXTURES / "trait_interp"
     inline.ingest(src, jobs=1)

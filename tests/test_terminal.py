@@ -131,7 +131,7 @@ def test_ctrl_c_during_start_up_imports_prints_one_line_not_a_traceback(root, tm
 #: a `warehouse` process with a Ctrl-C at one exact point of its end: after the code of a POINTS entry runs
 AT_THE_END = """
 import atexit, os, signal, sys
-import warehouse.cli, warehouse.maintenance, warehouse.runner, warehouse.storage, warehouse.summary
+import warehouse.cli, warehouse.run.maintenance, warehouse.run.runner, warehouse.store.storage, warehouse.run.summary
 
 def ctrl_c(): os.kill(os.getpid(), signal.SIGINT)
 
@@ -148,9 +148,9 @@ sys.argv = ["warehouse", *sys.argv[1:]]
 warehouse.cli.script()
 """
 POINTS = {
-    "as the snapshot is written": "after(warehouse.storage.Store, 'write_snapshot')",
-    "as the run returns": "after(warehouse.runner, 'ingest')",
-    "as the summary is printed": "after(warehouse.summary.IngestSummary, 'text')",
+    "as the snapshot is written": "after(warehouse.store.storage.Store, 'write_snapshot')",
+    "as the run returns": "after(warehouse.run.runner, 'ingest')",
+    "as the summary is printed": "after(warehouse.run.summary.IngestSummary, 'text')",
     "in an exit handler": "atexit.register(ctrl_c)",
 }
 COMMITTED = "interrupted after the run was committed: the warehouse holds its rows"

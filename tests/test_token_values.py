@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import warehouse
-from warehouse.readers import decode_json
-from warehouse.records import stable_id
+from warehouse.formatkit.readers import decode_json
+from warehouse.formatkit.records import stable_id
 
 from .conftest import FIXTURES, REALDATA, REPO, Warehouse
 

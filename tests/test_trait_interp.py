@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from warehouse.records import stable_id
+from warehouse.formatkit.records import stable_id
 
 from .conftest import FIXTURES, ingested_cleanly
 
@@ -251,8 +251,8 @@ def test_a_files_kind_is_decided_once_and_travels_with_its_records(path, monkeyp
     """`records` decides what kind of trait-interp file it reads; `map` reads that from each record's
     envelope and never looks at the path again (it used to, once per record)."""
     from warehouse.formats.trait_interp import TraitInterp, kinds
-    from warehouse.readers import SourceFile
-    from warehouse.records import RecordContext
+    from warehouse.formatkit.readers import SourceFile
+    from warehouse.formatkit.records import RecordContext
 
     asked = []
     by_path = kinds.kind_of_path.__wrapped__  # not the cache: every question counts

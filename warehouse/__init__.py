@@ -18,24 +18,24 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Union
 
-from .errors import ExportError, QueryError, StorageError, StrictModeError, UsageError, WarehouseError
+from warehouse.errors import ExportError, QueryError, StorageError, StrictModeError, UsageError, WarehouseError
 
 if TYPE_CHECKING:
-    from .api import Warehouse, open, read, read_arrow, scan
-    from .exports import ExportSummary
-    from .maintenance import compact, history
-    from .query import sql, stats
-    from .registry import Registry
-    from .runner import IngestSummary
-    from .tables import TABLES
-    from .views import connect
+    from warehouse.api import Warehouse, open, read, read_arrow, scan
+    from warehouse.exports import ExportSummary
+    from warehouse.run.maintenance import compact, history
+    from warehouse.read.query import sql, stats
+    from warehouse.formatkit.registry import Registry
+    from warehouse.run.runner import IngestSummary
+    from warehouse.tables import TABLES
+    from warehouse.read.views import connect
 
 #: names imported on first use, so `import warehouse` (and the `warehouse` command's
 #: start-up, `--help`, `--version`) does not load DuckDB, Arrow or polars until they are needed
 _LAZY = {
     "Warehouse": "api", "open": "api", "read": "api", "read_arrow": "api", "scan": "api",
-    "sql": "query", "stats": "query", "TABLES": "tables", "connect": "views",
-    "history": "maintenance", "compact": "maintenance",
+    "sql": "read.query", "stats": "read.query", "TABLES": "tables", "connect": "read.views",
+    "history": "run.maintenance", "compact": "run.maintenance",
 }
 
 
@@ -107,7 +107,7 @@ def ingest(
     of a model in the local Hugging Face cache, for annotation token ranges (remembered for later runs;
     None: the remembered one, False: forget it, as ``--no-tokenizer``); ``options`` run options that
     ingestors read (``tokenizer`` is one); ``registry`` the formats to read with (default:
-    the installed ones, ``warehouse.registry``); ``progress`` on stderr;
+    the installed ones, ``warehouse.formatkit.registry``); ``progress`` on stderr;
     ``fast_paths=False`` reads every record through the record path (the formats' vectorised
     paths are held to it; turn them off only to compare the two); ``engine="spark"`` runs the
     batches as Spark tasks (the ``spark`` extra; docs/spark.md), on ``spark_master`` (a Spark
@@ -116,8 +116,8 @@ def ingest(
     the names deltalake and polars take; a dict, or ``KEY=VALUE`` strings as ``--storage-option``
     gives them) add to and override the AWS environment (docs/storage.md).
     """
-    from . import checks, remote
-    from .runner import ingest as _ingest
+    from warehouse import checks, remote
+    from warehouse.run.runner import ingest as _ingest
 
     if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
         paths = [paths]  # type: ignore[list-item]
@@ -169,8 +169,8 @@ def export(
     snapshot N (``warehouse.history`` lists them), default the latest. ``root`` may be an ``s3://`` URL
     (``storage_options`` as for ``ingest``); ``out`` is a local path.
     """
-    from . import checks, remote
-    from .exports import export as _export
+    from warehouse import checks, remote
+    from warehouse.exports import export as _export
 
     return _export(checks.root(root), where, format, checks.local_path(out, "out"),
                    overwrite=overwrite, memory_limit=memory_limit, progress=progress, as_of=checks.as_of(as_of),
@@ -182,8 +182,8 @@ def tokenize(root: StrPath, tokenizer: StrPath, *, jobs: int | None = None, prog
     """Add token ranges to an existing warehouse with a local tokenizer directory or a model id found in the
     local Hugging Face cache; see ``warehouse tokenize``.
     ``root`` may be an ``s3://`` URL (``storage_options`` as for ``ingest``)."""
-    from . import checks, remote
-    from .runner import tokenize as _tokenize
+    from warehouse import checks, remote
+    from warehouse.run.runner import tokenize as _tokenize
 
     root = checks.root(root)
     checks.count(jobs, "jobs", least=1)
@@ -210,7 +210,7 @@ def view(
     them on 127.0.0.1 (``port``, default a free one; ``browser=False`` opens no browser) until Ctrl-C;
     ``out`` writes them as one self-contained HTML file. ``as_of`` reads warehouse snapshot N.
     """
-    from .viewer import view as _view
+    from warehouse.viewer import view as _view
 
     return _view(root, where, as_of=as_of, port=port, browser=browser, out=out, limit=limit,
                  storage_options=storage_options)

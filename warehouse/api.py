@@ -62,9 +62,9 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from .errors import QueryError, StorageError, UsageError
-from .remote import StorageOptions
-from .views import Snapshot, cursor, damage_error, open_snapshot, readable_hint
+from warehouse.errors import QueryError, StorageError, UsageError
+from warehouse.remote import StorageOptions
+from warehouse.read.views import Snapshot, cursor, damage_error, open_snapshot, readable_hint
 
 if TYPE_CHECKING:  # polars and pyarrow are imported where used, not at start-up
     import polars as pl
@@ -88,8 +88,8 @@ class _Open:
         self._sandboxed: _Open | None = self if sandboxed else None
         self._mutex = threading.Lock()
         if sandboxed:
-            from .exports.where import sandbox
-            from .storage import Store
+            from warehouse.exports.where import sandbox
+            from warehouse.store.storage import Store
 
             store = Store(root)
             # as export's: the tables' folders (a remote root's tables are Arrow datasets, no folder at all)
@@ -141,7 +141,7 @@ class _Open:
 
 
 def stale_message(snapshot: Snapshot, gone: list[str]) -> str:
-    from .storage import Store
+    from warehouse.store.storage import Store
 
     return (
         f"{snapshot.root}: this was opened on warehouse snapshot {snapshot.number} (run {snapshot.run_id}); "
@@ -186,7 +186,7 @@ class Warehouse:
 
     def counts(self) -> dict[str, int]:
         """Rows per declared table (responses, turns, ...): cheap, from the Parquet footers."""
-        from .tables import TABLES
+        from warehouse.tables import TABLES
 
         o = self._open
         with o.reading():
@@ -264,7 +264,7 @@ class Warehouse:
              browser: bool = True, out: str | os.PathLike | None = None):
         """This snapshot's responses matching ``where`` in the viewer (``warehouse.view``): shown inline in
         Jupyter and VS Code, ``.serve()``d, or written to ``out``."""
-        from .viewer import view
+        from warehouse.viewer import view
 
         return view(self.root, where, as_of=self.snapshot.number, port=port, browser=browser, out=out, limit=limit,
                     storage_options=self._storage_options)
@@ -331,7 +331,7 @@ class Warehouse:
     def _query(self, o: _Open, name: str, where: str | None, columns: Sequence[str] | None) -> str:
         """``SELECT columns FROM view WHERE where``, the view and the columns checked to exist, and ``where``
         held to what ``export --where`` is (``exports.where.predicate_sql``): one expression over the views."""
-        from .exports import where as predicates
+        from warehouse.exports import where as predicates
 
         view = self._view(o, name)
         cols = "*"

@@ -15,10 +15,10 @@ import os
 import re
 from typing import Any
 
-from . import remote  # (imports nothing heavy either: pyarrow and obstore only inside its functions)
-from .errors import UsageError
+from warehouse import remote  # (imports nothing heavy either: pyarrow and obstore only inside its functions)
+from warehouse.errors import UsageError
 
-#: what ``warehouse sql --format`` / ``warehouse.sql(format=...)`` writes (``warehouse.output``)
+#: what ``warehouse sql --format`` / ``warehouse.sql(format=...)`` writes (``warehouse.read.output``)
 SQL_FORMATS = ("table", "csv", "json", "jsonl")
 #: what ``warehouse stats --format`` / ``warehouse.stats(format=...)`` writes
 STATS_FORMATS = ("table", "json")

@@ -20,10 +20,10 @@ from __future__ import annotations
 import os
 import sys
 
-from . import __version__
-from .checks import ENGINES, SQL_FORMATS, STATS_FORMATS
-from .errors import EXIT_INTERRUPTED, EXIT_OK, UsageError, WarehouseError
-from .maintenance import HISTORY_FORMATS, RETENTION_HOURS
+from warehouse import __version__
+from warehouse.checks import ENGINES, SQL_FORMATS, STATS_FORMATS
+from warehouse.errors import EXIT_INTERRUPTED, EXIT_OK, UsageError, WarehouseError
+from warehouse.run.maintenance import HISTORY_FORMATS, RETENTION_HOURS
 
 INGEST_EXAMPLES = """\
 examples:
@@ -75,7 +75,7 @@ back to a source format: {back}
 def _export_epilog() -> str:
     """EXPORT_EXAMPLES with the installed formats that export back to their own shape. Knowing which
     do means loading the formats (not their exporters): done for ``export --help`` only."""
-    from .registry import Registry, _load
+    from warehouse.formatkit.registry import Registry, _load
 
     back = sorted(name for name, ref in Registry.installed().refs if type(_load(name, ref)).exporter is not None)
     return EXPORT_EXAMPLES.format(back=", ".join(back) or "none installed")
@@ -100,7 +100,7 @@ run `warehouse COMMAND --help` for the options and examples of each command
 
 def _formats() -> list[str]:
     """The installed formats' names, read from the installed metadata: no format is imported."""
-    from .registry import Registry
+    from warehouse.formatkit.registry import Registry
 
     return Registry.installed().names()
 
@@ -453,7 +453,7 @@ def cmd_compact(args) -> int:
 def cmd_view(args) -> int:
     import warehouse
 
-    from .interrupt import SigintGuard
+    from warehouse.interrupt import SigintGuard
 
     with SigintGuard():  # making the selection's list is a DuckDB query: Ctrl-C stops it at once
         view = warehouse.view(args.root, args.where, as_of=args.as_of, port=args.port, browser=args.browser,
@@ -472,7 +472,7 @@ QUERYING = ("sql", "export", "stats", "history")
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .interrupt import LateInterrupts
+    from warehouse.interrupt import LateInterrupts
 
     late, own = LateInterrupts.active()  # (``script``'s, when it runs the command)
     try:
@@ -490,14 +490,14 @@ def _main(argv: list[str] | None, late) -> int:
     try:
         words = sys.argv[1:] if argv is None else argv
         if words and words[0] == "ingest":
-            from .process_settings import for_ingest_command
+            from warehouse.run.process_settings import for_ingest_command
 
             for_ingest_command()  # this command's processes are ours: before pyarrow and numpy load
         args = build_parser(format_names=bool(words) and words[0] == "ingest").parse_args(argv)
         if args.command not in QUERYING:
             code = COMMANDS[args.command](args)
         else:
-            from .interrupt import SigintGuard
+            from warehouse.interrupt import SigintGuard
 
             with SigintGuard():
                 code = COMMANDS[args.command](args)
@@ -507,7 +507,7 @@ def _main(argv: list[str] | None, late) -> int:
             return EXIT_INTERRUPTED
         return code
     except WarehouseError as e:
-        from .remote import redact  # every message hides its secrets already; this line is the last look
+        from warehouse.remote import redact  # every message hides its secrets already; this line is the last look
 
         print(f"error: {redact(str(e))}", file=sys.stderr)
         return e.exit_code
@@ -557,7 +557,7 @@ def script() -> None:
     standard streams are flushed; ``main`` called from Python keeps the interpreter's normal end."""
     import atexit
 
-    from .interrupt import LateInterrupts
+    from warehouse.interrupt import LateInterrupts
 
     late, _ = LateInterrupts.active()  # held to the end: a Ctrl-C in the exit handlers is recorded too
     code = main()

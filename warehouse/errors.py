@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .sink import StrictFailure
+    from warehouse.run.sink import StrictFailure
 
 # The exit codes of the `warehouse` command (docs/cli.md#exit-codes): each error below says its own.
 EXIT_OK = 0
@@ -42,7 +42,7 @@ class StrictModeError(WarehouseError):
     exit_code = EXIT_STRICT
 
     def __init__(self, path: str, locator: str, stage: str, message: str):
-        from .records import where
+        from warehouse.formatkit.records import where
 
         super().__init__(f"{where(path, locator)}: {stage}: {message}")
         self.path = path

@@ -48,7 +48,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Union
 
-from .errors import ObjectStoreError, Superseded, UsageError
+from warehouse.errors import ObjectStoreError, Superseded, UsageError
 
 #: a URL scheme (s3://, gs://, https://, file://): not a local path
 URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")

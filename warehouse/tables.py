@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from .decimals import DECIMAL
-from .decimals import SQL_TYPE as DECIMAL_SQL
-from .errors import FormatError
+from warehouse.decimals import DECIMAL
+from warehouse.decimals import SQL_TYPE as DECIMAL_SQL
+from warehouse.errors import FormatError
 
 if TYPE_CHECKING:
-    from .ingestor import Ingestor
+    from warehouse.formatkit.ingestor import Ingestor
 
 
 @dataclass(frozen=True)
@@ -480,7 +480,7 @@ class _Declarations(Mapping):
             if self._building:
                 raise RuntimeError("warehouse.tables.TABLES was read while the formats that add to it were being "
                                    "imported: read it inside functions, not when a format's module is imported")
-            from .registry import Registry
+            from warehouse.formatkit.registry import Registry
 
             self._building = True
             try:

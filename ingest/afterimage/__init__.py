@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from warehouse.ingestor import Ingestor, exporter_in
-from warehouse.readers import SourceFile
-from warehouse.records import Mapped, Record, RecordContext, RecordError
+from warehouse.formatkit.ingestor import Ingestor, exporter_in
+from warehouse.formatkit.readers import SourceFile
+from warehouse.formatkit.records import Mapped, Record, RecordContext, RecordError
 
 from . import schema
 from .files import row_records

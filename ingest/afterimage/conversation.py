@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from warehouse.records import RecordContext, RecordError
+from warehouse.formatkit.records import RecordContext, RecordError
 
 from ..fields import Fields, children, json_type, preview
 

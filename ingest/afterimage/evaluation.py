@@ -15,7 +15,7 @@ can produce it.
 
 from __future__ import annotations
 
-from warehouse.records import RecordContext
+from warehouse.formatkit.records import RecordContext
 
 from ..fields import Fields
 

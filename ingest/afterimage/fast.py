@@ -22,9 +22,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from warehouse.ingestor import FastResult
-from warehouse.readers import BOM, scan_lines
-from warehouse.records import stable_ids
+from warehouse.formatkit.ingestor import FastResult
+from warehouse.formatkit.readers import BOM, scan_lines
+from warehouse.formatkit.records import stable_ids
 
 from .conversation import ROLES
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from warehouse.readers import SourceFile, json_document_records, jsonl_records
-from warehouse.records import Record
+from warehouse.formatkit.readers import SourceFile, json_document_records, jsonl_records
+from warehouse.formatkit.records import Record
 
 
 def row_records(src: SourceFile) -> Iterator[Record]:

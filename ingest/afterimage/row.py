@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from warehouse.records import Mapped, RecordContext, RecordError
+from warehouse.formatkit.records import Mapped, RecordContext, RecordError
 
 from ..fields import Fields, expect_object
 from .conversation import exchange, turn_rows

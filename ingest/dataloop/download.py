@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 
-from warehouse.readers import (
+from warehouse.formatkit.readers import (
     BOM,
     HEAD_BYTES,
     RAW_LIMIT,
@@ -35,7 +35,7 @@ from warehouse.readers import (
     decode_json,
     json_document_records,
 )
-from warehouse.records import Record, RecordError
+from warehouse.formatkit.records import Record, RecordError
 
 from . import detect
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from warehouse.records import Mapped, RecordContext, RecordError
+from warehouse.formatkit.records import Mapped, RecordContext, RecordError
 
 from ..fields import preview
 from . import detect

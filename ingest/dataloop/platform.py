@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from warehouse.records import RecordContext, RecordError
+from warehouse.formatkit.records import RecordContext, RecordError
 
 from ..fields import as_fields, as_text, children, json_type, preview
 from .take import Taker

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from warehouse.records import RecordContext, RecordError, key_step
+from warehouse.formatkit.records import RecordContext, RecordError, key_step
 
 from ..fields import Fields, as_fields, as_text, json_type, preview
 
@@ -45,7 +45,7 @@ def is_text(mimetype: str) -> bool:
 
 
 def key_locator(key: str) -> str:
-    return key_step(key)  # a long key is cut, with a hash (warehouse.records)
+    return key_step(key)  # a long key is cut, with a hash (warehouse.formatkit.records)
 
 
 def read_prompts(prompts: Any, ctx: RecordContext) -> list[Prompt]:

@@ -13,7 +13,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from warehouse.records import RecordError
+from warehouse.formatkit.records import RecordError
 
 from ..fields import as_bool, as_float, as_text, id_text, json_type, preview
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from warehouse.records import Mapped, RecordContext, RecordError
+from warehouse.formatkit.records import Mapped, RecordContext, RecordError
 
 from ..fields import children, id_text, json_type, preview
 from ..messages import tool_name

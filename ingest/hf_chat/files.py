@@ -16,8 +16,8 @@ import decimal
 from collections.abc import Iterator
 from typing import Any
 
-from warehouse.readers import BOM, RAW_LIMIT, SourceFile, json_document_records, jsonl_records
-from warehouse.records import Record, RecordError
+from warehouse.formatkit.readers import BOM, RAW_LIMIT, SourceFile, json_document_records, jsonl_records
+from warehouse.formatkit.records import Record, RecordError
 
 from ..heads import is_json_lines
 

@@ -21,9 +21,9 @@ import re
 import struct
 from collections.abc import Iterator
 
-from warehouse.ingestor import Ingestor
-from warehouse.readers import SourceFile
-from warehouse.records import Mapped, Record, RecordContext
+from warehouse.formatkit.ingestor import Ingestor
+from warehouse.formatkit.readers import SourceFile
+from warehouse.formatkit.records import Mapped, Record, RecordContext
 
 from . import schema
 from .files import LOG, REDUCTION, ZIP_MAGIC, log_records

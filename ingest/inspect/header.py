@@ -9,7 +9,7 @@ are taken out of them; the rest of each is kept in its JSON column, and the log'
 
 from __future__ import annotations
 
-from warehouse.records import Mapped, Record, RecordContext
+from warehouse.formatkit.records import Mapped, Record, RecordContext
 
 from ..fields import Fields, as_fields
 from .files import not_a_log

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from warehouse.records import Mapped, Record, RecordContext, RecordError, key_step
+from warehouse.formatkit.records import Mapped, Record, RecordContext, RecordError, key_step
 
 from ..fields import Fields, as_fields, children, expect_object, json_type, preview
 from .messages import exchange, turn_rows

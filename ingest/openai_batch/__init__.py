@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from warehouse.ingestor import Ingestor
-from warehouse.readers import SourceFile
-from warehouse.records import Mapped, Record, RecordContext
+from warehouse.formatkit.ingestor import Ingestor
+from warehouse.formatkit.readers import SourceFile
+from warehouse.formatkit.records import Mapped, Record, RecordContext
 
 from . import schema
 from .detect import kind_of_head

@@ -24,7 +24,7 @@ import datetime as dt
 from typing import Any
 
 from warehouse.decimals import fits, floats
-from warehouse.records import Mapped, RecordContext, RecordError
+from warehouse.formatkit.records import Mapped, RecordContext, RecordError
 
 from ..fields import Fields, as_fields, children, expect_object
 from ..messages import exchange, message_turns, turn_row

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from warehouse.records import Mapped, RecordContext, RecordError
+from warehouse.formatkit.records import Mapped, RecordContext, RecordError
 
 from ..fields import Fields, children, json_type, preview
 from .files import file_rows

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from warehouse.records import Mapped, RecordContext, RecordError
+from warehouse.formatkit.records import Mapped, RecordContext, RecordError
 
 from ..fields import as_fields, as_text, json_type, preview
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from warehouse.readers import SourceFile, json_document_records, jsonl_records
-from warehouse.records import Record, RecordError
+from warehouse.formatkit.readers import SourceFile, json_document_records, jsonl_records
+from warehouse.formatkit.records import Record, RecordError
 
 from ..fields import json_type, preview
 from .datasets import is_dataset_task

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from warehouse.records import RecordContext
+from warehouse.formatkit.records import RecordContext
 
 from ..fields import as_fields
 

@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from warehouse.records import Mapped, RecordContext
+from warehouse.formatkit.records import Mapped, RecordContext
 
 from ..fields import Fields, children
 from .annotations import Target, fmt_number, map_annotations

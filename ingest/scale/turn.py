@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from warehouse.records import Mapped, Record, RecordContext, RecordError
+from warehouse.formatkit.records import Mapped, Record, RecordContext, RecordError
 
 from ..fields import Fields, children, expect_object, id_text
 from .annotations import Target, map_annotations

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from warehouse.ingestor import FastResult, Ingestor, exporter_in
-from warehouse.readers import BOM, SourceFile, json_document_records, json_whole_record
-from warehouse.records import Mapped, Record, RecordContext
+from warehouse.formatkit.ingestor import FastResult, Ingestor, exporter_in
+from warehouse.formatkit.readers import BOM, SourceFile, json_document_records, json_whole_record
+from warehouse.formatkit.records import Mapped, Record, RecordContext
 
 from .. import tokenizers
 from . import kinds, schema

@@ -26,8 +26,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from warehouse.readers import ReferenceRefused, SourceFile, decode_json, isdir, normpath
-from warehouse.records import RecordContext, RecordError, stable_id, where
+from warehouse.formatkit.readers import ReferenceRefused, SourceFile, decode_json, isdir, normpath
+from warehouse.formatkit.records import RecordContext, RecordError, stable_id, where
 
 from .. import spans as spanlib
 from .. import tokenizers

@@ -30,8 +30,8 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from warehouse.readers import SourceFile, json_whole_record
-from warehouse.records import Mapped, Record, RecordContext, RecordError, key_step
+from warehouse.formatkit.readers import SourceFile, json_whole_record
+from warehouse.formatkit.records import Mapped, Record, RecordContext, RecordError, key_step
 
 from .. import spans as spanlib
 from ..fields import Fields, as_fields, as_int, as_text, children, json_type, preview
@@ -40,7 +40,7 @@ from .kinds import ANNOTATIONS, KIND
 
 
 def _key(k: str) -> str:
-    return key_step(k)  # a long key is cut, with a hash (warehouse.records)
+    return key_step(k)  # a long key is cut, with a hash (warehouse.formatkit.records)
 
 
 def classify(value: Any) -> tuple[str, list[tuple[str, Any, Any]], dict] | None:

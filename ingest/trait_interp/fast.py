@@ -25,10 +25,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from warehouse.ingestor import FastResult
-from warehouse.records import Record, stable_id
+from warehouse.formatkit.ingestor import FastResult
+from warehouse.formatkit.records import Record, stable_id
 from warehouse.tables import TABLES
-from warehouse.writer import CONVERSION_ERRORS
+from warehouse.store.writer import CONVERSION_ERRORS
 
 from .responses import _tokens_suspect
 

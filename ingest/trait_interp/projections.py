@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from warehouse.decimals import fits, floats
-from warehouse.records import Mapped, Record, RecordContext, RecordError, stable_id
+from warehouse.formatkit.records import Mapped, Record, RecordContext, RecordError, stable_id
 
 from ..fields import Fields, as_fields, as_text, json_type, preview
 from .kinds import ProjectionPlace

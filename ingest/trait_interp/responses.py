@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from warehouse.records import Mapped, RecordContext, RecordError
+from warehouse.formatkit.records import Mapped, RecordContext, RecordError
 
 from ..fields import Fields, as_fields, children, expect_object, json_type
 

@@ -13,7 +13,7 @@ connection is sandboxed (``where.py``).
 Formats are a registry of small frozen dataclasses: the generic ones live in
 ``warehouse.exports.generic``; the ones back to a source format are the installed
 formats' ``Ingestor.exporter`` (each format knows its own shape), found through
-``warehouse.registry``. Both are written with one public kit, ``warehouse.exports.kit``:
+``warehouse.formatkit.registry``. Both are written with one public kit, ``warehouse.exports.kit``:
 staging of the selection and its children (joins generated from the tables' declared
 parent links), windows, the conversation of a response, JSON, notes.
 """
@@ -29,13 +29,13 @@ from dataclasses import dataclass, field
 
 import duckdb
 
-from ..errors import ExportError, QueryError, UsageError
-from ..query import columns_hint, open_existing
-from ..remote import StorageOptions
-from ..storage import Store
-from ..views import damage_error
-from .where import sandbox, selection_sql
-from .workspace import Workspace
+from warehouse.errors import ExportError, QueryError, UsageError
+from warehouse.read.query import columns_hint, open_existing
+from warehouse.remote import StorageOptions
+from warehouse.store.storage import Store
+from warehouse.read.views import damage_error
+from warehouse.exports.where import sandbox, selection_sql
+from warehouse.exports.workspace import Workspace
 
 #: DuckDB's memory for an export (``--memory-limit``); beyond it, it spills to a temporary
 #: directory beside --out
@@ -86,7 +86,7 @@ class _Progress:
     selects and stages them) the bar shows DuckDB's progress through the running statement."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, fmt: str, enabled: bool):
-        from .. import progress
+        from warehouse import progress
 
         self.bar = progress.bar(None, desc=f"export {fmt}", unit=" responses", enabled=enabled)
         self.preparing = progress.QueryProgress(con, self.bar) if self.bar is not None else None
@@ -110,8 +110,8 @@ class _Progress:
 
 def formats(extra: Iterable[ExportFormat] = ()) -> dict[str, ExportFormat]:
     """Every export format by name: the generic ones, the installed formats' exporters, then ``extra``."""
-    from ..registry import Registry
-    from .generic import GENERIC
+    from warehouse.formatkit.registry import Registry
+    from warehouse.exports.generic import GENERIC
 
     return {f.name: f for f in (*GENERIC, *Registry.installed().exporters(), *extra)}
 

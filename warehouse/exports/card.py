@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ..tables import TABLES
+from warehouse.tables import TABLES
 
 DEFAULT_CONFIG = "responses"
 

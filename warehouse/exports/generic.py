@@ -15,16 +15,16 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from ..output import finite_json
-from ..tables import TABLES
-from . import kit
-from .kit import ExportContext, ExportFormat
+from warehouse.read.output import finite_json
+from warehouse.tables import TABLES
+from warehouse.exports import kit
+from warehouse.exports.kit import ExportContext, ExportFormat
 
 # --- parquet: one file per table --------------------------------------------------------------
 
 
 def write_parquet(ctx: ExportContext) -> int:
-    from .card import dataset_card
+    from warehouse.exports.card import dataset_card
 
     written = 0
     tables: dict[str, tuple[pa.Schema, int]] = {}  # for the dataset card

@@ -45,11 +45,11 @@ from collections.abc import Iterable, Iterator, Mapping
 
 import pyarrow as pa
 
-from ..tables import CORE, TABLES, Parent
-from . import ExportContext, ExportFormat
-from .conversation import ANSWER_FIELDS, TURN_FIELDS, Conversation, conversation, media_of, text_of
-from .jsontext import deep_recursion, dumps, dumps_stdlib, json_value, loads, loads_checked
-from .names import fit, safe_parts, safe_path
+from warehouse.tables import CORE, TABLES, Parent
+from warehouse.exports import ExportContext, ExportFormat
+from warehouse.exports.conversation import ANSWER_FIELDS, TURN_FIELDS, Conversation, conversation, media_of, text_of
+from warehouse.exports.jsontext import deep_recursion, dumps, dumps_stdlib, json_value, loads, loads_checked
+from warehouse.exports.names import fit, safe_parts, safe_path
 
 __all__ = [
     "BATCH", "CONVERSATION_COLUMNS", "CONVERSATION_LISTS", "Conversation", "ExportContext", "ExportFormat", "USER_PROMPT",
@@ -236,7 +236,7 @@ def _stage_user_prompts(ctx: ExportContext) -> None:
     """``staged_user_prompts(response_id, prompt)``: the plain user prompt of the selected responses whose
     ``prompt`` holds more than the user's message, from the formats that say how to find it
     (``Ingestor.user_prompts_sql``)."""
-    from ..registry import Registry
+    from warehouse.formatkit.registry import Registry
 
     queries = [i.user_prompts_sql for i in Registry.installed().ingestors() if i.user_prompts_sql]
     union = " UNION ALL ".join(f"({q})" for q in queries) or (

@@ -11,6 +11,6 @@ Nothing here is imported by the rest of the project unless Spark is asked for.
 
 from __future__ import annotations
 
-from .views import register
+from warehouse.spark.views import register
 
 __all__ = ["register"]

@@ -35,8 +35,8 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 
-from ..errors import UsageError, WarehouseError
-from ..worker import BatchIngest, BatchResult, BatchSpec, ProgressFn
+from warehouse.errors import UsageError, WarehouseError
+from warehouse.run.worker import BatchIngest, BatchResult, BatchSpec, ProgressFn
 
 #: batches waiting or running per task slot: enough to keep every slot busy, few enough that a
 #: large file's pieces are scanned while the first ones are ingested

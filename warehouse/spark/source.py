@@ -40,7 +40,7 @@ def read_file(schema, url: str, options: dict[str, str]) -> Iterator:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from .. import remote
+    from warehouse import remote
 
     remote.configure(options)
     fs, path = remote.fs_path(url)
@@ -88,7 +88,7 @@ def data_source():
             return NAME
 
         def schema(self) -> str:
-            from .views import spark_schema
+            from warehouse.spark.views import spark_schema
 
             return spark_schema(decode_schema(self.options[SCHEMA_OPTION]))
 
@@ -113,7 +113,7 @@ def decode_schema(text: str):
 def frame(spark, table: str, files: list[str], options: dict[str, str]):
     """``table`` over ``files`` (URLs) as a DataFrame read by the ``warehouse_files`` data source, in the
     columns this process declares for it."""
-    from ..tables import TABLES
+    from warehouse.tables import TABLES
 
     spark.dataSource.register(data_source())  # once per session is enough; again is harmless
     return (spark.read.format(NAME).option(SCHEMA_OPTION, encode_schema(TABLES[table].arrow_schema))

@@ -3,7 +3,7 @@
 Two layers, as in DuckDB (``warehouse/views.py``):
 
 * ``raw_<table>``: each declared table over its data files in the snapshot
-  (``warehouse.storage.snapshot_files``, the one place that knows them), read with the
+  (``warehouse.store.storage.snapshot_files``, the one place that knows them), read with the
   declared schema. A session with the Delta connector (``delta-spark``: its SQL extension
   configured) reads each table through it instead, at the Delta version the snapshot pins
   (``versionAsOf``), which gives the same rows; an ``s3://`` root is read by the Python data
@@ -11,7 +11,7 @@ Two layers, as in DuckDB (``warehouse/views.py``):
   column an older file lacks is NULL and an empty table is a typed empty view. JSON columns are text (Spark has no JSON type; ``get_json_object``,
   ``from_json`` and ``parse_json`` read them).
 * the views of ``sql/`` in name order (those a format defines by its statement), then the
-  installed formats' ``views`` (``warehouse.views.view_statements``), each translated from
+  installed formats' ``views`` (``warehouse.read.views.view_statements``), each translated from
   DuckDB to Spark SQL (``warehouse.spark.translate``). ``path_fields`` is computed by its
   view from ``raw_sources`` (DuckDB reads the copy the ingest materialised; Spark derives
   it where it runs).
@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from ..decimals import DECIMAL, SQL_TYPE
-from ..remote import StorageOptions
-from ..storage import snapshot_files
-from ..tables import TABLES, Table
-from ..views import view_statements
-from .translate import raw_name, to_spark
+from warehouse.decimals import DECIMAL, SQL_TYPE
+from warehouse.remote import StorageOptions
+from warehouse.store.storage import snapshot_files
+from warehouse.tables import TABLES, Table
+from warehouse.read.views import view_statements
+from warehouse.spark.translate import raw_name, to_spark
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -49,13 +49,13 @@ def register(spark: SparkSession, root: str | os.PathLike, *, as_of: int | None 
     read by the Python data source of ``warehouse.spark.source`` (no S3 connector JAR needed); a local
     root by Spark's own Parquet reader, or the Delta connector when the session has it.
     """
-    from .. import checks, remote
+    from warehouse import checks, remote
 
     names = []
     as_of = checks.as_of(as_of)
     remote.configure_for(root, storage_options)
     if remote.is_url(os.fspath(root)):
-        from .source import frame
+        from warehouse.spark.source import frame
 
         files = snapshot_files(root, as_of=as_of)
         options = remote.delta_options(os.fspath(root)) or {}
@@ -122,7 +122,7 @@ def _delta_frames(spark: SparkSession, root: str | os.PathLike, as_of: int | Non
     declared columns in their order (a column no version has yet is a typed NULL)."""
     from pyspark.sql import functions as F
 
-    from ..storage import Store
+    from warehouse.store.storage import Store
 
     store = Store(root)
     pinned = store.read_snapshot(as_of).tables

@@ -17,8 +17,8 @@ import html
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..remote import StorageOptions
-    from .data import Reader
+    from warehouse.remote import StorageOptions
+    from warehouse.viewer.data import Reader
 
 #: the iframe a notebook shows the file in: scripts run, but in an origin of their own (no
 #: ``allow-same-origin``): the page cannot reach the notebook, its cookies or its kernel
@@ -32,7 +32,7 @@ class View:
 
     def __init__(self, reader: Reader, *, limit: int | None = None, port: int | None = None, browser: bool = True,
                  height: int = 640):
-        from .static import LIMIT, check_limit
+        from warehouse.viewer.static import LIMIT, check_limit
 
         self.reader = reader
         self.limit = check_limit(LIMIT if limit is None else limit)
@@ -53,7 +53,7 @@ class View:
     def html(self) -> str:
         """The self-contained page: the first ``limit`` responses (made on first use)."""
         if self._html is None:
-            from .static import document
+            from warehouse.viewer.static import document
 
             self._html, self._count = document(self.reader, self.limit, warn=self.notes.append)
         return self._html
@@ -71,14 +71,14 @@ class View:
 
     def save(self, path) -> str:
         """Write the page to ``path`` (whole or not at all); the path written."""
-        from .static import write
+        from warehouse.viewer.static import write
 
         self.written = (write(self.html, path), self.count)
         return self.written[0]
 
     def serve(self) -> None:
         """Serve the pages on 127.0.0.1 until Ctrl-C (``warehouse view``)."""
-        from .server import serve
+        from warehouse.viewer.server import serve
 
         serve(self.reader, port=self.port, open_browser=self.browser)
 
@@ -100,15 +100,15 @@ def view(root, where: str | None = None, *, as_of: int | None = None, port: int 
          out=None, limit: int | None = None, storage_options: StorageOptions = None) -> View:
     """The responses matching ``where`` (SQL on ``responses``, checked and sandboxed as ``export``'s), as a
     ``View``; with ``out``, the page is written there too. See ``warehouse.view``."""
-    from .. import checks, remote
-    from ..errors import UsageError
-    from .data import Reader
+    from warehouse import checks, remote
+    from warehouse.errors import UsageError
+    from warehouse.viewer.data import Reader
 
     if out is not None and port is not None:
         raise UsageError("--port is for serving the pages; --out writes them to a file instead: give one of them")
     if port is not None and (not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536):
         raise UsageError(f"--port {port!r}: must be a port number, 1 to 65535 (leave it out for a free one)")
-    from .static import LIMIT, check_limit, check_out
+    from warehouse.viewer.static import LIMIT, check_limit, check_out
 
     target = None if out is None else check_out(checks.local_path(out, "out"))
 

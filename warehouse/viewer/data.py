@@ -32,8 +32,8 @@ from typing import Any
 
 import duckdb
 
-from ..errors import NotFound, QueryError, UsageError
-from ..remote import StorageOptions
+from warehouse.errors import NotFound, QueryError, UsageError
+from warehouse.remote import StorageOptions
 
 #: the table of the selection's list (in the connection's in-memory database, seen by every cursor)
 LIST = "_viewer_list"
@@ -115,10 +115,10 @@ class Reader:
     def __init__(self, root: str, where: str | None = None, *, as_of: int | None = None,
                  storage_options: StorageOptions = None,
                  setup: Callable[[duckdb.DuckDBPyConnection], None] | None = None):
-        from .. import checks, interrupt
-        from ..exports.where import sandbox, selection_sql
-        from ..storage import Store
-        from ..views import open_snapshot
+        from warehouse import checks, interrupt
+        from warehouse.exports.where import sandbox, selection_sql
+        from warehouse.store.storage import Store
+        from warehouse.read.views import open_snapshot
 
         self.root = checks.root(root)
         self.where = where.strip() if where and where.strip() else None
@@ -145,7 +145,7 @@ class Reader:
     @contextmanager
     def cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """A cursor for one request; ``interrupt()`` stops it while it runs."""
-        from ..views import cursor
+        from warehouse.read.views import cursor
 
         c = cursor(self.con, self.snapshot)
         with self._lock:
@@ -187,7 +187,7 @@ class Reader:
         except duckdb.InterruptException:
             raise KeyboardInterrupt from None
         except duckdb.Error as e:
-            from ..query import columns_hint
+            from warehouse.read.query import columns_hint
 
             raise QueryError(f"--where {self.where!r}: {e}\n\ncolumns of responses you can filter on:\n"
                              f"{columns_hint(self.con, 'responses')}") from None
@@ -230,8 +230,8 @@ class Reader:
 
     def responses(self, ids: list[str]) -> dict[str, dict[str, Any]]:
         """``response`` for each of ``ids``, read with one query per table (an ``--out`` file of hundreds)."""
-        from ..exports.kit import children, ordered_by
-        from ..tables import TABLES
+        from warehouse.exports.kit import children, ordered_by
+        from warehouse.tables import TABLES
 
         with self.cursor() as c:
             found = c.execute(f"SELECT response_id, record_id, source_path FROM {LIST} "

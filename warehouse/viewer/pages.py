@@ -16,8 +16,8 @@ from urllib.parse import quote, urlencode
 
 from markupsafe import Markup, escape
 
-from . import text as texts
-from .data import BY_NAME, PAIRINGS, Reader, json_text
+from warehouse.viewer import text as texts
+from warehouse.viewer.data import BY_NAME, PAIRINGS, Reader, json_text
 
 #: columns of a row not shown among its fields: shown elsewhere on the page, or the rows' own links
 SHOWN_ELSEWHERE = {"response_id", "record_id", "prompt", "response", "system_prompt", "tokens", "token_ids",

@@ -23,9 +23,9 @@ import threading
 from collections.abc import Callable
 from urllib.parse import quote
 
-from ..errors import NotFound, QueryError, UsageError
-from .data import PAIRINGS, Reader
-from .pages import Links, Pages
+from warehouse.errors import NotFound, QueryError, UsageError
+from warehouse.viewer.data import PAIRINGS, Reader
+from warehouse.viewer.pages import Links, Pages
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")

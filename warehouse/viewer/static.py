@@ -15,9 +15,9 @@ from importlib.resources import files
 
 from markupsafe import Markup
 
-from ..errors import UsageError
-from .data import Reader
-from .pages import Links, Pages
+from warehouse.errors import UsageError
+from warehouse.viewer.data import Reader
+from warehouse.viewer.pages import Links, Pages
 
 #: responses a file holds unless told otherwise (``--limit``): a file of thousands is slow to open
 LIMIT = 500

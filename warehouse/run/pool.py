@@ -34,10 +34,10 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Protocol
 
-from . import process_settings
-from .errors import WorkerLost
-from .registry import Registry
-from .worker import BatchIngest, BatchResult, BatchSpec, ProgressFn
+from warehouse.run import process_settings
+from warehouse.errors import WorkerLost
+from warehouse.formatkit.registry import Registry
+from warehouse.run.worker import BatchIngest, BatchResult, BatchSpec, ProgressFn
 
 
 class Engine(Protocol):
@@ -241,12 +241,12 @@ def preload_modules(registry: Registry) -> list[str]:
     modules their fast paths use (``Ingestor.worker_modules``). The formats were loaded in this
     process already (detection needs them all), so importing them again cannot fail where this
     process did not; ``__main__`` is multiprocessing's default. First of all
-    ``warehouse.forkserver_start``: pyarrow would import pandas (when installed) on a process's
+    ``warehouse.run.forkserver_start``: pyarrow would import pandas (when installed) on a process's
     first ``pa.array``, which every worker makes, and the forkserver tore its interpreter down when told
     to stop."""
     formats = sorted({ref.partition(":")[0] for _name, ref in registry.refs})
     fast = sorted({m for ingestor in registry.ingestors() for m in ingestor.worker_modules})
-    return ["warehouse.forkserver_start", "__main__", "warehouse.worker", *formats, *fast]
+    return ["warehouse.run.forkserver_start", "__main__", "warehouse.run.worker", *formats, *fast]
 
 
 def start_forkserver(registry: Registry) -> None:

@@ -15,12 +15,12 @@ import shutil
 
 import orjson
 
-from . import delta
-from .delta import Part
-from .errors import StorageError, first_line
-from .storage import LEGACY_MANIFEST, SnapshotRecord, Store, new_run_id
-from .tables import TABLES
-from .views import PATH_FIELDS, materialize_path_fields, path_fields_sql_hash
+from warehouse.store import delta
+from warehouse.store.delta import Part
+from warehouse.errors import StorageError, first_line
+from warehouse.store.storage import LEGACY_MANIFEST, SnapshotRecord, Store, new_run_id
+from warehouse.tables import TABLES
+from warehouse.read.views import PATH_FIELDS, materialize_path_fields, path_fields_sql_hash
 
 LEGACY_FORMAT = 1
 
@@ -129,7 +129,7 @@ def _empty_sources(store: Store, run_id: str) -> str:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from .tables import SOURCES
+    from warehouse.tables import SOURCES
 
     path = store.data_path("sources", f"{run_id}-empty.parquet")
     pq.write_table(pa.Table.from_pylist([], schema=SOURCES.arrow_schema), path)

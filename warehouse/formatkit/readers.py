@@ -31,10 +31,10 @@ from typing import Any, BinaryIO
 import numpy as np
 import orjson
 
-from . import remote
-from .dependencies import Dependency
-from .errors import RecordError, ReferenceRefused
-from .records import Record
+from warehouse import remote
+from warehouse.formatkit.dependencies import Dependency
+from warehouse.errors import RecordError, ReferenceRefused
+from warehouse.formatkit.records import Record
 
 BOM = b"\xef\xbb\xbf"
 HEAD_BYTES = 64 * 1024

@@ -29,13 +29,15 @@ import shutil
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
-from . import delta, remote
-from .catalog import Catalog
-from .delta import Damage
-from .errors import DamagedTable, StorageError, WarehouseError
-from .storage import DAMAGED, STATE_DIR, SnapshotRecord, Store
-from .tables import TABLES
-from .views import PATH_FIELDS, damage_message, declared
+from warehouse.store import delta
+
+from warehouse import remote
+from warehouse.run.catalog import Catalog
+from warehouse.store.delta import Damage
+from warehouse.errors import DamagedTable, StorageError, WarehouseError
+from warehouse.store.storage import DAMAGED, STATE_DIR, SnapshotRecord, Store
+from warehouse.tables import TABLES
+from warehouse.read.views import PATH_FIELDS, damage_message, declared
 
 
 def check(store: Store, record: SnapshotRecord, say) -> tuple[dict[str, Damage], dict]:

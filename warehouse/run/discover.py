@@ -26,8 +26,8 @@ import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from . import remote
-from .encodings import compressed_suffixes
+from warehouse import remote
+from warehouse.run.encodings import compressed_suffixes
 
 
 @dataclass(slots=True, frozen=True)

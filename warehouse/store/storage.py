@@ -34,8 +34,8 @@ from pathlib import Path
 
 import orjson
 
-from . import remote
-from .errors import LeaseLost, LockedError, NotASnapshot, ObjectStoreError, StorageError
+from warehouse import remote
+from warehouse.errors import LeaseLost, LockedError, NotASnapshot, ObjectStoreError, StorageError
 
 STATE_DIR = ".warehouse"
 SNAPSHOTS = "snapshots"
@@ -484,8 +484,8 @@ def snapshot_files(root: str | os.PathLike, *, as_of: int | None = None) -> dict
     The one way an engine other than the project's own readers (Spark: ``warehouse.spark.register``)
     learns which files hold a table's rows: each table at the Delta version the snapshot pins.
     """
-    from . import delta
-    from .views import declared
+    from warehouse.store import delta
+    from warehouse.read.views import declared
 
     store = Store(root)
     record = store.read_snapshot(as_of)

@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 import orjson
 
-from . import remote
+from warehouse import remote
 
 Kind = Literal["file", "dir", "option", "refused"]
 
@@ -88,7 +88,7 @@ class Dependency:
         """True when it is not as recorded: the option has another value in ``settings``, the file or
         directory changed, appeared or went; or, refused, it lies inside ``tree`` (the source's tree now)."""
         if self.kind == "refused":
-            from .readers import inside  # here: readers records dependencies, so it imports this module
+            from warehouse.formatkit.readers import inside  # here: readers records dependencies, so it imports this module
 
             return bool(tree) and inside(self.path, remote.normpath(tree))
         if self.kind == "option":

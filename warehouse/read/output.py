@@ -30,10 +30,10 @@ import duckdb
 import pyarrow as pa
 import pyarrow.csv as pcsv
 
-from . import texttable
-from .checks import SQL_FORMATS as FORMATS
-from .errors import QueryError
-from .texttable import CELL_WIDTH
+from warehouse.read import texttable
+from warehouse.checks import SQL_FORMATS as FORMATS
+from warehouse.errors import QueryError
+from warehouse.read.texttable import CELL_WIDTH
 
 BATCH_ROWS = 8192
 #: rows the table format shows unless told otherwise

@@ -10,13 +10,13 @@ from typing import IO, Any
 
 import duckdb
 
-from . import checks, interrupt
-from .checks import SQL_FORMATS, STATS_FORMATS
-from .errors import QueryError
-from .output import TABLE_ROWS, write_report, write_result
-from .remote import StorageOptions
-from .tables import TABLES
-from .views import connect, damage_error
+from warehouse import checks, interrupt
+from warehouse.checks import SQL_FORMATS, STATS_FORMATS
+from warehouse.errors import QueryError
+from warehouse.read.output import TABLE_ROWS, write_report, write_result
+from warehouse.remote import StorageOptions
+from warehouse.tables import TABLES
+from warehouse.read.views import connect, damage_error
 
 
 def open_existing(root: str | os.PathLike, as_of: int | None = None, storage_options: StorageOptions = None) -> duckdb.DuckDBPyConnection:
@@ -155,7 +155,7 @@ def stats(root: str | os.PathLike, *, files: bool = False, format: str | None = 
 
 def _format_sections(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[list[str], list[list[Any]]]]:
     """The installed formats' own sections (``Ingestor.stats_queries``): column names and rows of each."""
-    from .registry import Registry
+    from warehouse.formatkit.registry import Registry
 
     sections = {}
     for ingestor in Registry.installed().ingestors():

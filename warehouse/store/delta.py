@@ -1,6 +1,6 @@
 """The Delta Lake tables under the root: one per declared table, written with ``deltalake`` (delta-rs).
 
-The warehouse writes its Parquet files itself (workers, with ``warehouse.writer``) and
+The warehouse writes its Parquet files itself (workers, with ``warehouse.store.writer``) and
 commits them here as Delta ``add`` actions with the statistics every Delta reader uses
 to skip files (``file_stats``: rows, and min / max / null count of the columns where
 they are exact and short). A table's removes and adds of one run are one Delta version
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import orjson
 
-from .errors import first_line
+from warehouse.errors import first_line
 
 #: string min / max longer than this are left out of a file's statistics: they would bloat
 #: the Delta log (response texts) and a reader gains nothing from them
@@ -42,7 +42,7 @@ class Part:
     def of(cls, root: str, abspath: str) -> "Part":
         import pyarrow.parquet as pq
 
-        from . import remote
+        from warehouse import remote
 
         fs, path = remote.fs_path(abspath)
         meta = pq.read_metadata(path, filesystem=fs)
@@ -115,7 +115,7 @@ def is_delta_error(e: BaseException) -> bool:
 
 
 def is_table(uri: str) -> bool:
-    from . import remote
+    from warehouse import remote
 
     if remote.is_url(uri):
         return "_delta_log" in remote.list_folders(uri)
@@ -125,7 +125,7 @@ def is_table(uri: str) -> bool:
 def open_table(uri: str, version: int | None = None):
     from deltalake import DeltaTable
 
-    from . import remote
+    from warehouse import remote
 
     return DeltaTable(uri, version=version, storage_options=remote.delta_options(uri))
 
@@ -145,7 +145,7 @@ def commit_table(uri: str, version: int | None, arrow_schema, adds: list[Part], 
     beyond it only by versions of the same content (``commit.repair``'s restores): the writer
     lock keeps other runs out, and the tables are written by the warehouse alone.
     """
-    from . import remote
+    from warehouse import remote
 
     with remote.writing_root(uri):  # a store's refusal as one line naming the object, not a Rust error chain
         return _commit_table(uri, version, arrow_schema, adds, removes, metadata)
@@ -159,7 +159,7 @@ def _commit_table(uri: str, version: int | None, arrow_schema, adds: list[Part],
     actions = [AddAction(_in_table(p.path), p.size, {}, p.mtime_ms, True, p.stats) for p in adds]
     props = properties(metadata)
     if version is None:
-        from . import remote
+        from warehouse import remote
 
         create_table_with_add_actions(uri, Schema.from_arrow(arrow_schema), actions, mode="error",
                                       commit_properties=props, storage_options=remote.delta_options(uri))
@@ -198,7 +198,7 @@ def vacuum(table, uri: str, *, retention_hours: int, keep_version: int, commit_p
     deleted here, opened folder by folder from the table's without following a link (``O_NOFOLLOW``):
     a link on the way, or at the file, is left alone and reported. A bucket has no links.
     """
-    from . import remote
+    from warehouse import remote
 
     options = dict(retention_hours=retention_hours, enforce_retention_duration=False, full=True,
                    keep_versions=[keep_version], commit_properties=commit_properties)
@@ -432,7 +432,7 @@ def _listing(folder: str) -> dict[str, int] | None:
     """name -> size of the files right in ``folder`` (local or an object prefix); None when it does not exist."""
     import pyarrow.fs as pafs
 
-    from . import remote
+    from warehouse import remote
 
     fs, path = remote.fs_path(folder)
     try:
@@ -449,7 +449,7 @@ def _listing(folder: str) -> dict[str, int] | None:
 
 
 def _read(path: str) -> bytes | None:
-    from . import remote
+    from warehouse import remote
 
     if remote.is_url(path):
         return remote.read_object(path)
@@ -463,7 +463,7 @@ def _read(path: str) -> bytes | None:
 def _parquet_readable(path: str) -> bool:
     import pyarrow.parquet as pq
 
-    from . import remote
+    from warehouse import remote
 
     fs, where = remote.fs_path(path)
     try:
@@ -501,7 +501,7 @@ def _commit_damage(data: bytes | None) -> str | None:
 
 def diagnose(root: str, table: str, version: int, error: BaseException | None = None) -> Damage:
     """What keeps ``table`` (under ``root``) from being read at ``version``, looking at its log's files."""
-    from . import remote
+    from warehouse import remote
 
     uri = f"{root}/{table}"
     rel_log = f"{table}/{LOG}"
@@ -610,7 +610,7 @@ def data_damage(root: str, table: str, dt, *, by_size: bool = True, footers: boo
 def mend(root: str, damage: Damage) -> str:
     """Mend a CHECKPOINT or BEYOND damage (call with the lock held); what was done. The files removed are
     derived (checkpoints repeat the commits) or were never pinned by a snapshot (a commit after it)."""
-    from . import remote
+    from warehouse import remote
 
     uri = f"{root}/{damage.table}"
     log = f"{uri}/{LOG}"
@@ -644,12 +644,12 @@ def mend(root: str, damage: Damage) -> str:
 
 
 def _write(path: str, data: bytes) -> None:
-    from . import remote
+    from warehouse import remote
 
     if remote.is_url(path):
         remote.create_object(path, data)
         return
-    from .storage import create_if_absent
+    from warehouse.store.storage import create_if_absent
 
     create_if_absent(Path(path), data)
 
@@ -690,7 +690,7 @@ def _file_sizes(dt) -> dict[str, int]:
 def _size(path: str) -> int | None:
     import pyarrow.fs as pafs
 
-    from . import remote
+    from warehouse import remote
 
     fs, where = remote.fs_path(path)
     info = fs.get_file_info(where)

@@ -22,12 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import delta, remote
-from .delta import Damage
-from .errors import DamagedTable, StorageError, first_line
-from .remote import StorageOptions
-from .storage import SnapshotRecord, Store
-from .tables import TABLES, Table, duckdb_type
+from warehouse.store import delta
+
+from warehouse import remote
+from warehouse.store.delta import Damage
+from warehouse.errors import DamagedTable, StorageError, first_line
+from warehouse.remote import StorageOptions
+from warehouse.store.storage import SnapshotRecord, Store
+from warehouse.tables import TABLES, Table, duckdb_type
 
 if TYPE_CHECKING:  # imported where a connection is made: every ingest imports this module, few need duckdb
     import duckdb
@@ -38,7 +40,7 @@ PATH_FIELDS = "path_fields"
 
 
 def sql_dir() -> Path:
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parent.parent  # warehouse/
     for candidate in (here.parent / "sql", here / "_sql"):  # source checkout, then wheel
         if candidate.is_dir():
             return candidate
@@ -65,7 +67,7 @@ def view_statements() -> list[tuple[str, str]]:
 
 def format_defines() -> dict[str, str]:
     """The core's views the installed formats define, ``{name: statement}``: the first format's, in detection order."""
-    from .registry import Registry
+    from warehouse.formatkit.registry import Registry
 
     defined: dict[str, str] = {}
     for ingestor in Registry.installed().ingestors():
@@ -274,7 +276,7 @@ def apply_sql_views(con: duckdb.DuckDBPyConnection, path_fields_files: list[str]
 
 def format_views() -> list[str]:
     """The installed formats' own view statements, in detection order."""
-    from .registry import Registry
+    from warehouse.formatkit.registry import Registry
 
     return [v for i in Registry.installed().ingestors() for v in i.views]
 
@@ -310,7 +312,7 @@ class Snapshot:
 def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None, threads: int | None = None,
                   storage_options: StorageOptions = None) -> tuple[duckdb.DuckDBPyConnection, Snapshot]:
     """``connect(root, as_of=...)`` and the snapshot the connection reads."""
-    from . import checks
+    from warehouse import checks
 
     as_of = checks.as_of(as_of)
     remote.configure_for(root, storage_options)

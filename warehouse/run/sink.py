@@ -16,16 +16,16 @@ from dataclasses import dataclass
 import orjson
 import pyarrow as pa
 
-from . import remote
-from .delta import Part
-from .errors import InvalidBatch, RecordError, StrictStop, UsageError
-from .ingestor import Ingestor
-from .readers import RAW_LIMIT
-from .records import LOCATOR_LIMIT, Record, RecordContext, short_locator, short_message, stable_id
-from .storage import Store
-from .tables import TABLES
-from .writer import CONVERSION_ERRORS as _CONVERSION_ERRORS
-from .writer import RowValidator, TableWriter, check_batch, rows_to_batch, values_to_batch
+from warehouse import remote
+from warehouse.store.delta import Part
+from warehouse.errors import InvalidBatch, RecordError, StrictStop, UsageError
+from warehouse.formatkit.ingestor import Ingestor
+from warehouse.formatkit.readers import RAW_LIMIT
+from warehouse.formatkit.records import LOCATOR_LIMIT, Record, RecordContext, short_locator, short_message, stable_id
+from warehouse.store.storage import Store
+from warehouse.tables import TABLES
+from warehouse.store.writer import CONVERSION_ERRORS as _CONVERSION_ERRORS
+from warehouse.store.writer import RowValidator, TableWriter, check_batch, rows_to_batch, values_to_batch
 
 #: mapped rows gathered before they are turned into Arrow together (the parsed records stay
 #: alive until then: 1024 inference records with 400 tokens each are ~60 MB of Python objects)

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import TYPE_CHECKING
 
-from .errors import FormatError, UsageError
+from warehouse.errors import FormatError, UsageError
 
 if TYPE_CHECKING:
-    from .exports import ExportFormat
-    from .ingestor import Ingestor
+    from warehouse.exports import ExportFormat
+    from warehouse.formatkit.ingestor import Ingestor
 
 #: the entry-point group formats register in
 GROUP = "warehouse.formats"
@@ -100,7 +100,7 @@ def _checked(name: str, ref: str) -> Ingestor:
 
 @functools.cache
 def _load(name: str, ref: str) -> Ingestor:
-    from .ingestor import DEFINABLE_VIEWS, Ingestor
+    from warehouse.formatkit.ingestor import DEFINABLE_VIEWS, Ingestor
 
     try:
         cls = EntryPoint(name, ref, GROUP).load()
@@ -110,7 +110,7 @@ def _load(name: str, ref: str) -> Ingestor:
             "fix or uninstall the package that registers it"
         ) from e
     if not (isinstance(cls, type) and issubclass(cls, Ingestor)):
-        raise FormatError(f"format {name!r}: {ref} is not an Ingestor subclass (warehouse.ingestor.Ingestor)")
+        raise FormatError(f"format {name!r}: {ref} is not an Ingestor subclass (warehouse.formatkit.ingestor.Ingestor)")
     if getattr(cls, "name", None) != name:
         raise FormatError(f"format {name!r}: {ref}.name is {getattr(cls, 'name', None)!r}; the entry point's name "
                           "and the class's name must be the same (it is the --format value)")

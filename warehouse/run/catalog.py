@@ -17,10 +17,10 @@ from typing import NamedTuple
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import remote
-from .dependencies import DependsOn
-from .readers import inside
-from .storage import SnapshotRecord, Store
+from warehouse import remote
+from warehouse.formatkit.dependencies import DependsOn
+from warehouse.formatkit.readers import inside
+from warehouse.store.storage import SnapshotRecord, Store
 
 
 class Comparison(NamedTuple):
@@ -40,13 +40,12 @@ class Catalog:
     @classmethod
     def load(cls, store: Store, record: SnapshotRecord) -> "Catalog":
         """The catalog of snapshot ``record``: the ``sources`` table at the Delta version it pins."""
-        from . import delta
-
+        from warehouse.store import delta
         version = record.version("sources")
         files = [] if version is None else delta.live_files(store.table_uri("sources"), version)
         if not files:
             return cls()
-        from . import remote
+        from warehouse import remote
 
         def read(f: str) -> pa.Table:
             fs, where = remote.fs_path(f)

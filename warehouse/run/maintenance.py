@@ -14,8 +14,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from . import checks
-from .remote import StorageOptions
+from warehouse import checks
+from warehouse.remote import StorageOptions
 
 #: files replaced longer ago than this are deleted by ``compact`` (Delta's own default: 7 days);
 #: snapshots older than that may no longer be readable
@@ -31,10 +31,10 @@ def history(root: str | os.PathLike, *, format: str | None = None, out: IO[str] 
     ``readable``: false once `warehouse compact` deleted files the snapshot reads (``as_of`` cannot read it).
     With ``format`` (``table`` or ``json``): written to ``out`` (default stdout); returns None. ``root`` may be
     an ``s3://`` URL; ``storage_options`` add to and override the AWS environment (docs/storage.md)."""
-    from . import remote
-    from .errors import NotASnapshot
-    from .storage import Store
-    from .views import read_existing_snapshot, readable_snapshots
+    from warehouse import remote
+    from warehouse.errors import NotASnapshot
+    from warehouse.store.storage import Store
+    from warehouse.read.views import read_existing_snapshot, readable_snapshots
 
     checks.choice(format, "format", HISTORY_FORMATS)
     root = checks.root(root)
@@ -52,7 +52,7 @@ def history(root: str | os.PathLike, *, format: str | None = None, out: IO[str] 
     rows = [{**_entry(r), "readable": r.number in readable} for r in records]
     if format is None:
         return rows
-    from .output import write_report
+    from warehouse.read.output import write_report
 
     cols = ["snapshot", "time", "operation", "files_ingested", "files_replaced", "files_pruned", "rows_added",
             "rows_removed", "readable"]
@@ -118,20 +118,21 @@ def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, 
     ago (never those of the latest snapshot, nor of the one before this compact); commits a
     new snapshot, unless there was nothing to merge or delete (``summary.committed`` False). Holds the writer lock, as ``ingest`` does (``wait=False``: LockedError when held); on an
     ``s3://`` root that is its lease, and deltalake gets the resolved ``storage_options`` (docs/storage.md)."""
-    from . import delta, remote
-    from .commit import _sigint_deferred, repair
-    from .damage import refuse
-    from .errors import LeaseLost
-    from .runner import _said_in_one_line, open_for_writing, say
-    from .storage import SnapshotRecord, Store, new_run_id
-    from .views import declared
+    from warehouse.store import delta
+    from warehouse import remote
+    from warehouse.run.commit import _sigint_deferred, repair
+    from warehouse.run.damage import refuse
+    from warehouse.errors import LeaseLost
+    from warehouse.run.runner import _said_in_one_line, open_for_writing, say
+    from warehouse.store.storage import SnapshotRecord, Store, new_run_id
+    from warehouse.read.views import declared
 
     root = checks.root(root)
     checks.count(retention_hours, "retention_hours", least=0)
     remote.configure_for(root, storage_options)
     store = Store(root)
     if not store.exists() and not store.legacy():
-        from .views import read_existing_snapshot
+        from warehouse.read.views import read_existing_snapshot
 
         read_existing_snapshot(store, root)  # says why there is nothing to compact
     run_id = new_run_id()

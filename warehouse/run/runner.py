@@ -28,14 +28,18 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass, field
 
-from . import damage, delta, remote
-from .catalog import Catalog
-from .checks import option
-from .commit import COMMITTED, Changes, CommitAhead, commit, repair
-from .delta import Damage
-from .discover import Compressed, LoopSkipped, Unreachable, walk
-from .encodings import skipped_note
-from .errors import (
+from warehouse.run import damage
+
+from warehouse.store import delta
+
+from warehouse import remote
+from warehouse.run.catalog import Catalog
+from warehouse.checks import option
+from warehouse.run.commit import COMMITTED, Changes, CommitAhead, commit, repair
+from warehouse.store.delta import Damage
+from warehouse.run.discover import Compressed, LoopSkipped, Unreachable, walk
+from warehouse.run.encodings import skipped_note
+from warehouse.errors import (
     Interrupted,
     NotASnapshot,
     ObjectStoreError,
@@ -45,16 +49,16 @@ from .errors import (
     WarehouseError,
     WorkerLost,
 )
-from .ingestor import JSON_SUFFIXES
-from .pieces import FileScan, merge_pieces, split_large_files
-from .pool import Engine, Inline, ProcessPool, start_forkserver
-from .progress import IngestProgress
-from .readers import inside
-from .registry import Registry
-from .storage import SnapshotRecord, Store, new_run_id
-from .summary import IngestSummary
-from .views import PathFieldsAhead, read_existing_snapshot
-from .worker import BatchIngest, BatchResult, BatchSpec, WorkItem
+from warehouse.formatkit.ingestor import JSON_SUFFIXES
+from warehouse.run.pieces import FileScan, merge_pieces, split_large_files
+from warehouse.run.pool import Engine, Inline, ProcessPool, start_forkserver
+from warehouse.progress import IngestProgress
+from warehouse.formatkit.readers import inside
+from warehouse.formatkit.registry import Registry
+from warehouse.store.storage import SnapshotRecord, Store, new_run_id
+from warehouse.run.summary import IngestSummary
+from warehouse.read.views import PathFieldsAhead, read_existing_snapshot
+from warehouse.run.worker import BatchIngest, BatchResult, BatchSpec, WorkItem
 
 #: runs smaller than this are ingested in-process (a pool costs more than it saves)
 INLINE_MAX_BYTES = 16 * 1024 * 1024
@@ -335,7 +339,7 @@ def _engine(name: str, spark_master: str | None, jobs: int | None, total_bytes: 
     """``spark``: Spark tasks, whatever the size (the user asked for the cluster). ``local``: this
     process for a small run or ``--jobs 1`` (a pool costs more than it saves), else a process pool."""
     if name == "spark":
-        from .spark.engine import SparkEngine  # pyspark only when asked for
+        from warehouse.spark.engine import SparkEngine  # pyspark only when asked for
 
         return SparkEngine(spark_master)
     jobs = _jobs(jobs)
@@ -450,7 +454,7 @@ def open_for_writing(store: Store, say) -> tuple[SnapshotRecord, dict[str, Damag
     to the last snapshot (a run that died mid-commit undone, its files deleted); that snapshot, and what
     is still damaged in it (the run's ``damage.plan`` mends it, or says why it cannot)."""
     if store.legacy():
-        from .upgrade import upgrade
+        from warehouse.run.upgrade import upgrade
 
         if not store.exists():  # (else what a conversion that died after its snapshot left: cleaned up)
             say(f"converting {store.root} to Delta Lake tables (once; docs/reading.md)...")

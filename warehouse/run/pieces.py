@@ -13,11 +13,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator, Sequence
 
-from . import remote
-from .dependencies import DependsOn
-from .ingestor import Ingestor
-from .readers import count_lines, open_source
-from .worker import BatchResult, WorkItem, detect
+from warehouse import remote
+from warehouse.formatkit.dependencies import DependsOn
+from warehouse.formatkit.ingestor import Ingestor
+from warehouse.formatkit.readers import count_lines, open_source
+from warehouse.run.worker import BatchResult, WorkItem, detect
 
 #: JSONL files larger than this are split into pieces of about this size, ingested in parallel
 CHUNK_BYTES = 32 * 1024 * 1024

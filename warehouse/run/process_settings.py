@@ -99,7 +99,7 @@ def pyarrow_without_pandas() -> None:
     pyarrow's conversions to and from pandas (``to_pandas``, ``Table.from_pandas``) import pandas
     when they are called, as before, so a format of a plugin that uses pandas still can.
 
-    For the ingest's own processes only (``for_ingest_command``, ``warehouse.forkserver_start``
+    For the ingest's own processes only (``for_ingest_command``, ``warehouse.run.forkserver_start``
     in the forkserver): a no-op where pandas is imported already (a user's process), and where
     pyarrow has decided already."""
     if "pandas" in sys.modules:

@@ -31,7 +31,7 @@ def _preloaded_by_the_forkserver() -> bool:
 
 
 if _preloaded_by_the_forkserver():
-    from .process_settings import pyarrow_without_pandas
+    from warehouse.run.process_settings import pyarrow_without_pandas
 
     pyarrow_without_pandas()
     atexit.register(os._exit, 0)

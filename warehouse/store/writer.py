@@ -25,9 +25,9 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .decimals import DECIMAL, DIGITS, PLACES, decimal_lists, fits
-from .errors import InvalidBatch, RecordError, ValueMismatch
-from .tables import Column, Table
+from warehouse.decimals import DECIMAL, DIGITS, PLACES, decimal_lists, fits
+from warehouse.errors import InvalidBatch, RecordError, ValueMismatch
+from warehouse.tables import Column, Table
 
 CHUNK_ROWS = 2048
 ROW_GROUP_ROWS = 64 * 1024
@@ -229,7 +229,7 @@ def open_parquet_writer(path: str, schema: pa.Schema, first: pa.Table | None = N
     """A ParquetWriter at a local path (its folder made) or at a URL (a remote root: through pyarrow.fs).
     ``first``: the rows about to be written, to choose the columns worth a dictionary from;
     ``encodings``: Parquet column paths written in an encoding of their own (``column_encodings``)."""
-    from . import remote
+    from warehouse import remote
 
     fs, where = remote.fs_path(path)
     if not remote.is_url(path):

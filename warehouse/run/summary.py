@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .worker import BatchResult
+    from warehouse.run.worker import BatchResult
 
 
 @dataclass

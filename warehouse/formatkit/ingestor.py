@@ -7,10 +7,10 @@ three jobs, and no others:
 * ``sniff``: say whether a file is of its format, from the path and the first
   64 KiB (detection must be cheap: it runs for every file walked);
 * ``records``: split a file into records (usually one of the helpers in
-  ``warehouse.readers``);
+  ``warehouse.formatkit.readers``);
 * ``map``: turn one decoded record into rows, a pure function. It raises
   ``RecordError`` to quarantine the record; it never touches storage and adds
-  no provenance: the record sink (``warehouse.sink``) fills ``source_path``, ``source_locator`` and
+  no provenance: the record sink (``warehouse.run.sink``) fills ``source_path``, ``source_locator`` and
   ``source_format`` and validates every row against ``warehouse.tables``.
 
 Everything else a format may offer is an optional capability, declared below as
@@ -25,12 +25,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .readers import SourceFile
-from .records import Mapped, Record, RecordContext
+from warehouse.formatkit.readers import SourceFile
+from warehouse.formatkit.records import Mapped, Record, RecordContext
 
 if TYPE_CHECKING:
-    from .exports import ExportFormat
-    from .tables import Column, Table
+    from warehouse.exports import ExportFormat
+    from warehouse.tables import Column, Table
 
 #: files of these kinds are always looked at, claimed by a format or not (an unclaimed
 #: one is quarantined as unrecognised); other suffixes only when a format declares them

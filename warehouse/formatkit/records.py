@@ -1,4 +1,4 @@
-"""What flows between a file reader, an ingestor's mapping and the record sink (``warehouse.sink``).
+"""What flows between a file reader, an ingestor's mapping and the record sink (``warehouse.run.sink``).
 
 A *record* is one source record (an array element, a JSONL line, a whole-file
 object). An ingestor maps one record to rows: ``{"responses": [row], "turns":
@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import RecordError
+from warehouse.errors import RecordError
 
 #: table name -> rows (dicts keyed by column name) produced by one record
 Mapped = dict[str, list[dict[str, Any]]]
