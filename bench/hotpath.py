@@ -25,11 +25,11 @@ import numpy as np
 import pyarrow.json as pj
 import pyarrow.parquet as pq
 
-from warehouse.formats.afterimage import fast
+from warehouse.formatkit.declared import TABLES
 from warehouse.formatkit.readers import count_lines, line_ends, read_piece, scan_lines
 from warehouse.formatkit.registry import Registry
+from warehouse.formats.afterimage import fast
 from warehouse.run.sink import conform
-from warehouse.tables import TABLES
 from warehouse.run.worker import BatchIngest, BatchSpec, WorkItem
 from warehouse.store.writer import PARQUET_OPTIONS, check_batch, dictionary_columns
 

@@ -92,12 +92,12 @@ if __name__ == "__main__":
     import warehouse.cli  # noqa: F401  (its imports are the process's start-up)
 
     log(f"imports of warehouse.cli done (cpu {time.process_time():.3f} s)")
+    import warehouse.formatkit.registry as registry
     import warehouse.run.catalog as catalog
     import warehouse.run.commit as commit
-    import warehouse.store.delta as delta
     import warehouse.run.pieces as pieces
-    import warehouse.formatkit.registry as registry
     import warehouse.run.runner as runner
+    import warehouse.store.delta as delta
 
     log(f"imports of warehouse.run.runner done (cpu {time.process_time():.3f} s)")
     for name in ("_what_to_read", "start_forkserver", "open_for_writing", "split_large_files", "_path_fields_ahead",

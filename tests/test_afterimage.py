@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 
 import warehouse
 from warehouse.errors import StrictModeError
-from warehouse.formats.afterimage import AfterImage
-from warehouse.formats.afterimage.row import map_row
+from warehouse.formatkit.declared import TABLES
 from warehouse.formatkit.records import RecordContext, stable_id
 from warehouse.formatkit.registry import Registry
-from warehouse.tables import TABLES
+from warehouse.formats.afterimage import AfterImage
+from warehouse.formats.afterimage.row import map_row
 from warehouse.run.worker import detect
 from warehouse.store.writer import RowValidator
 

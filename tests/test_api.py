@@ -17,9 +17,9 @@ import pytest
 
 import warehouse
 from warehouse import api
-from warehouse.read import views
 from warehouse.cli import main
 from warehouse.errors import QueryError, StorageError, UsageError, WarehouseError
+from warehouse.read import views
 
 from .conftest import REPO, Warehouse, write_json
 

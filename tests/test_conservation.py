@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from warehouse.formatkit.registry import Registry
-from warehouse.store.storage import new_run_id
 from warehouse.run.worker import BatchIngest, BatchSpec, WorkItem
+from warehouse.store.storage import new_run_id
 
 from .conftest import FIXTURES
 

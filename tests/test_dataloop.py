@@ -12,12 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import warehouse
+from warehouse.formatkit.declared import TABLES
+from warehouse.formatkit.records import Record, RecordContext, stable_id
+from warehouse.formatkit.registry import Registry
 from warehouse.formats.dataloop import Dataloop
 from warehouse.formats.dataloop.download import siblings
 from warehouse.formats.dataloop.item import document_key
-from warehouse.formatkit.records import Record, RecordContext, stable_id
-from warehouse.formatkit.registry import Registry
-from warehouse.tables import TABLES
 from warehouse.run.worker import detect
 from warehouse.store.writer import RowValidator
 

@@ -137,8 +137,8 @@ def test_the_samples_catalog_reads_back_as_it_was_written(samples_wh):
 
 
 def test_tokenize_finds_the_sources_that_asked_for_the_option_whatever_its_value():
-    from warehouse.run.catalog import Catalog
     from warehouse.formatkit.dependencies import Dependency, DependsOn
+    from warehouse.run.catalog import Catalog
 
     def row(*deps):
         return {"depends_on": DependsOn.of(deps).to_json()}

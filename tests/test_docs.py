@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from warehouse.tables import TABLES, render_markdown
+from warehouse.formatkit.declared import TABLES, render_markdown
 from warehouse.read.views import format_views, view_files
 
 from .conftest import REPO

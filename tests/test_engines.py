@@ -1,4 +1,4 @@
-"""Engines run batches (``warehouse/pool.py``): the same specs give the same results on every engine,
+"""Engines run batches (``warehouse/run/pool.py``): the same specs give the same results on every engine,
 results come back as batches finish, and closing the engine stops it at once.
 
 A toy format makes the workers' behaviour controllable: a ``*.hang.json`` file blocks its
@@ -22,9 +22,9 @@ import pytest
 import warehouse
 from warehouse.errors import WarehouseError, WorkerLost
 from warehouse.formatkit.ingestor import Ingestor
-from warehouse.run.pool import Inline, ProcessPool, _Feeder
 from warehouse.formatkit.readers import json_document_records
 from warehouse.formatkit.registry import Registry
+from warehouse.run.pool import Inline, ProcessPool, _Feeder
 from warehouse.run.worker import BatchSpec, WorkItem
 
 from .conftest import FIXTURES, write_json
@@ -274,8 +274,8 @@ def test_the_ingest_process_maps_the_first_batch_itself_while_the_pool_starts(tm
 
 
 def test_ctrl_c_while_the_ingest_process_maps_its_own_batch_stops_the_run_and_leaves_nothing(tmp_path, monkeypatch):
-    from warehouse.run import runner
     from warehouse.errors import Interrupted
+    from warehouse.run import runner
 
     monkeypatch.setattr(runner, "INLINE_MAX_FILES", 0)  # the process pool, a batch per file
     monkeypatch.setattr(runner, "INLINE_MAX_BYTES", 0)

@@ -7,8 +7,8 @@ import os
 import pytest
 
 import warehouse
-from warehouse.formats.trait_interp import TraitInterp
 from warehouse.formatkit.registry import Registry
+from warehouse.formats.trait_interp import TraitInterp
 
 from .conftest import FIXTURES, write_text
 

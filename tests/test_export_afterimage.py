@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import warehouse
+from warehouse.formatkit.records import RecordContext
 from warehouse.formats.afterimage.row import map_row
 from warehouse.formats.afterimage.unmap import afterimage_row, fits_current_types
-from warehouse.formatkit.records import RecordContext
 
 from .conftest import FIXTURES, REPO, Warehouse, write_json, write_text
 

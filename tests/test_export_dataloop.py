@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 import warehouse
 from warehouse.errors import UsageError
+from warehouse.formatkit.declared import TABLES
+from warehouse.formatkit.records import Record, RecordContext
 from warehouse.formats.dataloop import Dataloop, unmap
 from warehouse.formats.dataloop import export as dl_export
-from warehouse.formatkit.records import Record, RecordContext
-from warehouse.tables import TABLES
 
 from .conftest import FIXTURES, REPO, Warehouse
 

@@ -320,7 +320,7 @@ def test_the_order_keys_tell_every_row_apart(sw):
     """The premise of the total order: no two rows of a table share its declared order (``Table.order``),
     nor two rows of one response's list (``Parent.order``, after its link)."""
     from warehouse.exports import kit
-    from warehouse.tables import TABLES
+    from warehouse.formatkit.declared import TABLES
 
     for table in ("responses", *kit.children(), "sources"):
         key = ", ".join(TABLES[table].order)

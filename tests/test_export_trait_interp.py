@@ -15,13 +15,13 @@ from hypothesis import strategies as st
 
 import warehouse
 from warehouse.errors import UsageError
+from warehouse.formatkit.readers import decode_json
+from warehouse.formatkit.records import Record, RecordContext
 from warehouse.formats.trait_interp.export import jsonout
 from warehouse.formats.trait_interp.responses import map_response
 from warehouse.formats.trait_interp.sidecars import map_prompt, set_records
 from warehouse.formats.trait_interp.unmap import responses as unmap_responses
 from warehouse.formats.trait_interp.unmap import sidecars
-from warehouse.formatkit.readers import decode_json
-from warehouse.formatkit.records import Record, RecordContext
 
 from .conftest import FIXTURES, REPO, Warehouse, normalize_rows
 

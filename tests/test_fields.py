@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from warehouse.formats.fields import Fields, as_fields, children
 from warehouse.formatkit.records import RecordContext, RecordError
+from warehouse.formats.fields import Fields, as_fields, children
 
 from .conftest import REPO
 

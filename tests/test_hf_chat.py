@@ -10,9 +10,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import warehouse
+from warehouse.formatkit.registry import Registry
 from warehouse.formats.hf_chat import HfChat
 from warehouse.formats.openai_batch import OpenAIBatch
-from warehouse.formatkit.registry import Registry
 from warehouse.run.worker import detect
 
 from .conftest import FIXTURES, REALDATA, REPO, Warehouse, ingested_cleanly, write_text

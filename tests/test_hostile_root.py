@@ -223,8 +223,8 @@ def test_a_link_planted_at_the_state_folder_or_a_snapshot_temporary_is_never_fol
 def test_a_lock_file_deleted_under_a_running_ingest_stops_it_before_it_commits(root, monkeypatch, when):
     """Someone deletes .warehouse/lock while an ingest runs, and a second ingest (which then finds no lock)
     commits. The first must not commit over it, nor repair it away, and must say so truly."""
-    from warehouse.run import commit
     from warehouse.errors import LockedError
+    from warehouse.run import commit
 
     first, second = REPO / "samples" / "scale", REPO / "samples" / "dataloop"
     before = warehouse.history(root)

@@ -17,10 +17,10 @@ import pyarrow as pa
 import pytest
 
 import warehouse
-from warehouse.formats.inspect import Inspect
 from warehouse.formatkit.readers import SourceFile
 from warehouse.formatkit.records import RecordContext
 from warehouse.formatkit.registry import Registry
+from warehouse.formats.inspect import Inspect
 from warehouse.run.worker import detect
 
 from .conftest import FIXTURES, ingested_cleanly

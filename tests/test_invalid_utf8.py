@@ -18,10 +18,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import warehouse
-from warehouse.run import pieces as large_files
 from warehouse.errors import InvalidBatch
+from warehouse.formatkit.declared import TABLES
 from warehouse.formats.afterimage import fast
-from warehouse.tables import TABLES
+from warehouse.run import pieces as large_files
 from warehouse.store.writer import TableWriter
 
 from .conftest import Warehouse
@@ -237,8 +237,8 @@ def test_a_fast_paths_tables_are_validated_once_before_they_are_kept(tmp_path, m
     import warehouse.run.sink as sink
     import warehouse.store.writer as writer
     from warehouse.formatkit.registry import Registry
-    from warehouse.store.storage import new_run_id
     from warehouse.run.worker import BatchIngest, BatchSpec, WorkItem
+    from warehouse.store.storage import new_run_id
 
     checked = []
 

@@ -30,9 +30,9 @@ from pathlib import Path
 import pytest
 
 import warehouse
+from warehouse.formatkit.declared import TABLES
 from warehouse.formatkit.readers import BOM, decode_json
 from warehouse.formatkit.records import RecordError
-from warehouse.tables import TABLES
 
 from .conftest import FIXTURES, REPO, Warehouse
 

@@ -11,9 +11,9 @@ import pytest
 from openai.types import BatchRequestCounts
 from openai.types.chat import ChatCompletion
 
+from warehouse.formatkit.registry import Registry
 from warehouse.formats.hf_chat import HfChat
 from warehouse.formats.openai_batch import OpenAIBatch
-from warehouse.formatkit.registry import Registry
 from warehouse.run.worker import detect
 
 from .conftest import FIXTURES, Warehouse, write_text

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from warehouse.tables import TABLES
+from warehouse.formatkit.declared import TABLES
 from warehouse.store.writer import TableWriter
 
 

@@ -174,8 +174,8 @@ def test_path_fields_ahead_is_closed_when_the_batches_fail(tmp_path, monkeypatch
     import json
 
     import warehouse
-    from warehouse.run import runner
     from warehouse.read.views import PathFieldsAhead
+    from warehouse.run import runner
 
     made = []
 

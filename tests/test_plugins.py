@@ -20,9 +20,10 @@ import pyarrow as pa
 import pytest
 
 from warehouse.errors import FormatError, UsageError
+from warehouse.formatkit.declared import compose
 from warehouse.formatkit.ingestor import Ingestor
 from warehouse.formatkit.registry import GROUP, Registry
-from warehouse.tables import CORE, RECORD_ID, C, Parent, Table, compose
+from warehouse.tables import CORE, RECORD_ID, C, Parent, Table
 
 from .conftest import FIXTURES
 

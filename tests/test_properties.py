@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import warehouse.formatkit.readers as readers
-from warehouse.formats.trait_interp.responses import map_response
+from warehouse.formatkit.declared import TABLES
 from warehouse.formatkit.records import RecordContext
-from warehouse.tables import TABLES
+from warehouse.formats.trait_interp.responses import map_response
 from warehouse.store.writer import RowValidator
 
 line = st.binary(max_size=40).map(lambda b: b.replace(b"\n", b""))

@@ -17,11 +17,11 @@ import pytest
 import warehouse
 from warehouse import remote
 from warehouse.errors import ObjectStoreError, UsageError
+from warehouse.formatkit.declared import TABLES
 from warehouse.formatkit.ingestor import Ingestor
 from warehouse.formatkit.readers import json_document_records
 from warehouse.formatkit.records import RecordContext
 from warehouse.formatkit.registry import Registry
-from warehouse.tables import TABLES
 
 from .conftest import REPO, Warehouse
 

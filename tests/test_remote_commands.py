@@ -311,7 +311,7 @@ def test_an_older_file_lacking_a_later_column_reads_it_as_null_on_a_remote_root(
 
     import pyarrow as pa
 
-    from warehouse import tables
+    from warehouse.formatkit import declared as tables
 
     bucket = s3.new_bucket()
     root = f"s3://{bucket}/wh"
@@ -343,7 +343,7 @@ def test_an_older_file_lacking_a_later_column_reads_it_as_null_on_a_remote_root(
 def _covering_tables(con) -> list[str]:
     """Tables holding rows that between them have a column of every Arrow type those tables declare:
     what the data source converts is the type, and test_spark holds every table and view to DuckDB."""
-    from warehouse.tables import TABLES
+    from warehouse.formatkit.declared import TABLES
 
     types = {n: {str(f.type) for f in t.arrow_schema} for n, t in TABLES.items()
              if con.execute(f"SELECT count(*) FROM raw.{n}").fetchall()[0][0]}
@@ -359,8 +359,8 @@ def _covering_tables(con) -> list[str]:
 def test_spark_register_on_a_remote_root_gives_duckdbs_rows(spark, s3, roots, env_for):
     """Tables through the Python data source (no S3 connector JAR), every column type among them, and the
     views over them."""
+    from warehouse.formatkit.declared import TABLES
     from warehouse.spark import register
-    from warehouse.tables import TABLES
 
     from .test_spark import _rows
 
@@ -433,7 +433,7 @@ def test_spark_reads_a_remote_root_in_the_declarations_of_the_process_that_regis
     not each Spark Python worker's own: the column is there, NULL in files written before it."""
     import dataclasses
 
-    from warehouse import tables
+    from warehouse.formatkit import declared as tables
     from warehouse.spark import register
 
     url = f"s3://{s3.new_bucket()}/wh"

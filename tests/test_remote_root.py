@@ -133,8 +133,7 @@ def _line(name: str) -> bytes:
 def test_a_snapshot_of_a_remote_root_knows_its_files_and_which_snapshots_stay_readable(s3, bucket):
     """The snapshot a connection reads names the objects themselves (not the Arrow scans made of them),
     so a vanished object is found as missing; and the hint for an unreadable snapshot checks objects."""
-    from warehouse.store.storage import snapshot_files
-    from warehouse.read.views import open_snapshot
+    from warehouse.read.views import open_snapshot, snapshot_files
 
     prefix, root = f"s3://{bucket}/src", f"s3://{bucket}/wh"
     lines = (SAMPLES / "afterimage" / "conversations_20260112_101500.jsonl").read_bytes().splitlines(keepends=True)
@@ -205,8 +204,8 @@ def _objects(s3, bucket: str, prefix: str) -> list[str]:
 def test_an_interrupted_first_ingest_into_a_bucket_leaves_no_object(s3, bucket, monkeypatch, when):
     """As a local root's `Store.forget` leaves no lock file or folder: "nothing was written" is true of the
     bucket too (no lease, no folder marker, no table), and a bucket's other objects stay."""
-    from warehouse.run import runner
     from warehouse.errors import Interrupted
+    from warehouse.run import runner
     from warehouse.store.storage import RemoteStore
 
     put(s3, f"s3://{bucket}/src/x.jsonl", _line("p"))

@@ -20,9 +20,9 @@ import orjson
 import pytest
 
 import warehouse
-from warehouse.store import delta, storage
 from warehouse import remote
 from warehouse.errors import LeaseLost, LockedError, ObjectStoreError
+from warehouse.store import delta, storage
 from warehouse.store.storage import Lease, Store
 
 from .conftest import REPO, Warehouse

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from warehouse.formatkit.declared import TABLES
+from warehouse.formatkit.records import Record, RecordContext, stable_id
 from warehouse.formats.scale import Scale
 from warehouse.formats.scale.turn import map_turn
-from warehouse.formatkit.records import Record, RecordContext, stable_id
-from warehouse.tables import TABLES
 from warehouse.store.writer import RowValidator
 
 from .conftest import FIXTURES, REALDATA, ingested_cleanly, write_text

@@ -24,8 +24,8 @@ import pytest
 
 import warehouse
 from warehouse.errors import StrictModeError, UsageError
-from warehouse.store.storage import snapshot_files
-from warehouse.tables import TABLES
+from warehouse.formatkit.declared import TABLES
+from warehouse.read.views import snapshot_files
 
 from .conftest import FIXTURES, REPO, Warehouse, write_json
 

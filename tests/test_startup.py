@@ -74,8 +74,8 @@ def test_the_catalog_reads_the_rows_pyarrow_would(tmp_path):
     rows, the same instants, as pyarrow's own ``to_pylist``."""
     import pyarrow.parquet as pq
 
-    from warehouse.store import delta
     from warehouse.run.catalog import Catalog
+    from warehouse.store import delta
     from warehouse.store.storage import Store
 
     root = tmp_path / "wh"

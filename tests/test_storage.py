@@ -13,7 +13,8 @@ from deltalake import DeltaTable
 
 import warehouse
 from warehouse.errors import LockedError, StrictModeError
-from warehouse.store.storage import RUN_ID, Store, snapshot_files
+from warehouse.read.views import snapshot_files
+from warehouse.store.storage import RUN_ID, Store
 
 from .conftest import FIXTURES, Warehouse, normalize_rows, write_json
 

@@ -18,23 +18,26 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Union
 
+from warehouse import moved
 from warehouse.errors import ExportError, QueryError, StorageError, StrictModeError, UsageError, WarehouseError
+
+moved.install()
 
 if TYPE_CHECKING:
     from warehouse.api import Warehouse, open, read, read_arrow, scan
     from warehouse.exports import ExportSummary
-    from warehouse.run.maintenance import compact, history
-    from warehouse.read.query import sql, stats
+    from warehouse.formatkit.declared import TABLES
     from warehouse.formatkit.registry import Registry
-    from warehouse.run.runner import IngestSummary
-    from warehouse.tables import TABLES
+    from warehouse.read.query import sql, stats
     from warehouse.read.views import connect
+    from warehouse.run.maintenance import compact, history
+    from warehouse.run.runner import IngestSummary
 
 #: names imported on first use, so `import warehouse` (and the `warehouse` command's
 #: start-up, `--help`, `--version`) does not load DuckDB, Arrow or polars until they are needed
 _LAZY = {
     "Warehouse": "api", "open": "api", "read": "api", "read_arrow": "api", "scan": "api",
-    "sql": "read.query", "stats": "read.query", "TABLES": "tables", "connect": "read.views",
+    "sql": "read.query", "stats": "read.query", "TABLES": "formatkit.declared", "connect": "read.views",
     "history": "run.maintenance", "compact": "run.maintenance",
 }
 

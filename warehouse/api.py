@@ -63,8 +63,8 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from warehouse.errors import QueryError, StorageError, UsageError
-from warehouse.remote import StorageOptions
 from warehouse.read.views import Snapshot, cursor, damage_error, open_snapshot, readable_hint
+from warehouse.remote import StorageOptions
 
 if TYPE_CHECKING:  # polars and pyarrow are imported where used, not at start-up
     import polars as pl
@@ -186,7 +186,7 @@ class Warehouse:
 
     def counts(self) -> dict[str, int]:
         """Rows per declared table (responses, turns, ...): cheap, from the Parquet footers."""
-        from warehouse.tables import TABLES
+        from warehouse.formatkit.declared import TABLES
 
         o = self._open
         with o.reading():

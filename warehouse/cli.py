@@ -452,7 +452,6 @@ def cmd_compact(args) -> int:
 
 def cmd_view(args) -> int:
     import warehouse
-
     from warehouse.interrupt import SigintGuard
 
     with SigintGuard():  # making the selection's list is a DuckDB query: Ctrl-C stops it at once

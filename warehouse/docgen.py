@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from warehouse.tables import render_markdown
+from warehouse.formatkit.declared import render_markdown
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "tables.md"
 

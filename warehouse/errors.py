@@ -10,10 +10,7 @@ tests, notebooks) can act on them without parsing text.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from warehouse.run.sink import StrictFailure
+from dataclasses import dataclass
 
 # The exit codes of the `warehouse` command (docs/cli.md#exit-codes): each error below says its own.
 EXIT_OK = 0
@@ -22,6 +19,25 @@ EXIT_USAGE = 2
 EXIT_STRICT = 3
 EXIT_LOCKED = 4
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C killed
+
+
+def where(path: str, locator: str) -> str:
+    """``file[3].messages[1]``, ``file:12`` or ``file``: how messages name a place."""
+    if not locator:
+        return path
+    if locator[0] in "[.":
+        return path + locator
+    return f"{path}:{locator}"
+
+
+@dataclass
+class StrictFailure:
+    """The first bad record ``--strict`` met: where, at which stage, and why."""
+
+    path: str
+    locator: str
+    stage: str
+    message: str
 
 
 class WarehouseError(Exception):
@@ -42,8 +58,6 @@ class StrictModeError(WarehouseError):
     exit_code = EXIT_STRICT
 
     def __init__(self, path: str, locator: str, stage: str, message: str):
-        from warehouse.formatkit.records import where
-
         super().__init__(f"{where(path, locator)}: {stage}: {message}")
         self.path = path
         self.locator = locator

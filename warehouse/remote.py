@@ -831,3 +831,13 @@ def kind(url: str) -> str | None:
     except Exception as e:  # noqa: BLE001
         raise run_error(url, e) from None
     return {pafs.FileType.File: "file", pafs.FileType.Directory: "dir"}.get(info.type)
+
+
+def inside(path: str, tree: str) -> bool:
+    """True when ``path`` (absolute, normalized) is ``tree`` or lies under it, by name.
+
+    By name, not by resolved symlinks: the walk follows the symlinks inside a tree, so
+    what it reaches through them is part of the tree; ``..`` is resolved by name first,
+    so it cannot climb out through a symlink.
+    """
+    return path == tree or path.startswith(tree.rstrip("/") + "/")

@@ -1,4 +1,4 @@
-"""The columns Hugging Face chat datasets add to the shared tables (merged into ``warehouse.tables.TABLES``)."""
+"""The columns Hugging Face chat datasets add to the shared tables (merged into ``warehouse.formatkit.declared.TABLES``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """What Inspect adds to the warehouse: its columns of the shared tables, and its own tables (the eval
 logs, the events of each sample's transcript, the scores reduced over epochs), merged into
-``warehouse.tables.TABLES``."""
+``warehouse.formatkit.declared.TABLES``."""
 
 from __future__ import annotations
 

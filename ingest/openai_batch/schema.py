@@ -1,4 +1,4 @@
-"""The columns OpenAI batch files and chat completions add to the shared tables (merged into ``warehouse.tables.TABLES``)."""
+"""The columns OpenAI batch files and chat completions add to the shared tables (merged into ``warehouse.formatkit.declared.TABLES``)."""
 
 from __future__ import annotations
 

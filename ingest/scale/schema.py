@@ -1,5 +1,5 @@
 """What Scale adds to the warehouse: its columns of the shared tables and its own tables
-(attachments, chunks, reference texts, rubric criteria), merged into ``warehouse.tables.TABLES``."""
+(attachments, chunks, reference texts, rubric criteria), merged into ``warehouse.formatkit.declared.TABLES``."""
 
 from __future__ import annotations
 

@@ -26,8 +26,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from warehouse.errors import where
 from warehouse.formatkit.readers import ReferenceRefused, SourceFile, decode_json, isdir, normpath
-from warehouse.formatkit.records import RecordContext, RecordError, stable_id, where
+from warehouse.formatkit.records import RecordContext, RecordError, stable_id
 
 from .. import spans as spanlib
 from .. import tokenizers

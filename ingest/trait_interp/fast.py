@@ -25,9 +25,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
+from warehouse.formatkit.declared import TABLES
 from warehouse.formatkit.ingestor import FastResult
 from warehouse.formatkit.records import Record, stable_id
-from warehouse.tables import TABLES
 from warehouse.store.writer import CONVERSION_ERRORS
 
 from .responses import _tokens_suspect

@@ -1,5 +1,5 @@
 """What trait-interp adds to the warehouse: a column of ``annotations`` (``entry_key``) and its own
-tables (prompt sets, generation parameters, annotation files), merged into ``warehouse.tables.TABLES``.
+tables (prompt sets, generation parameters, annotation files), merged into ``warehouse.formatkit.declared.TABLES``.
 How a span was placed in its response (``match``, ``token_base``, ...) is the core's ``annotations``:
 its views (``annotated_spans``, ``span_values``) read it."""
 

@@ -24,46 +24,24 @@ import errno
 import os
 import re
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 import duckdb
 
 from warehouse.errors import ExportError, QueryError, UsageError
-from warehouse.read.query import columns_hint, open_existing
-from warehouse.remote import StorageOptions
-from warehouse.store.storage import Store
-from warehouse.read.views import damage_error
 from warehouse.exports.where import sandbox, selection_sql
 from warehouse.exports.workspace import Workspace
+from warehouse.formatkit.exporter import ExportContext, ExportFormat
+from warehouse.read.query import columns_hint, open_existing
+from warehouse.read.views import damage_error
+from warehouse.remote import StorageOptions
+from warehouse.store.storage import Store
 
 #: DuckDB's memory for an export (``--memory-limit``); beyond it, it spills to a temporary
 #: directory beside --out
 MEMORY_LIMIT = "1GB"
 MEMORY_SIZE = re.compile(r"\d+(\.\d+)?\s*([KMGT]i?B|B)", re.IGNORECASE)
-
-
-@dataclass
-class ExportContext:
-    """What a format's writer gets: a connection with the selection, and where to write."""
-
-    con: duckdb.DuckDBPyConnection
-    out: str  # a temporary path: a file or a directory, per the format
-    total: int  # responses selected
-    progress: Callable[[int], None]  # call with the number of responses written so far
-    notes: list[str] = field(default_factory=list)  # said on stderr after the export
-    target: str = ""  # the final --out path (``out`` is renamed to it at the end): its name may choose a layout
-
-
-@dataclass(frozen=True)
-class ExportFormat:
-    name: str
-    description: str
-    directory: bool  # writes a directory (else a single file)
-    write: Callable[[ExportContext], int]  # returns how many responses it wrote
-    #: what a single file's --out must end with to be read back by ``warehouse ingest``, which tells a
-    #: source format's files by their extension (a source format's file; empty: any name)
-    suffixes: tuple[str, ...] = ()
 
 
 @dataclass
@@ -110,8 +88,8 @@ class _Progress:
 
 def formats(extra: Iterable[ExportFormat] = ()) -> dict[str, ExportFormat]:
     """Every export format by name: the generic ones, the installed formats' exporters, then ``extra``."""
-    from warehouse.formatkit.registry import Registry
     from warehouse.exports.generic import GENERIC
+    from warehouse.formatkit.registry import Registry
 
     return {f.name: f for f in (*GENERIC, *Registry.installed().exporters(), *extra)}
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from warehouse.tables import TABLES
+from warehouse.formatkit.declared import TABLES
 
 DEFAULT_CONFIG = "responses"
 

@@ -15,10 +15,10 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from warehouse.read.output import finite_json
-from warehouse.tables import TABLES
 from warehouse.exports import kit
 from warehouse.exports.kit import ExportContext, ExportFormat
+from warehouse.formatkit.declared import TABLES
+from warehouse.read.output import finite_json
 
 # --- parquet: one file per table --------------------------------------------------------------
 

@@ -45,11 +45,12 @@ from collections.abc import Iterable, Iterator, Mapping
 
 import pyarrow as pa
 
-from warehouse.tables import CORE, TABLES, Parent
-from warehouse.exports import ExportContext, ExportFormat
 from warehouse.exports.conversation import ANSWER_FIELDS, TURN_FIELDS, Conversation, conversation, media_of, text_of
 from warehouse.exports.jsontext import deep_recursion, dumps, dumps_stdlib, json_value, loads, loads_checked
 from warehouse.exports.names import fit, safe_parts, safe_path
+from warehouse.formatkit.declared import TABLES
+from warehouse.formatkit.exporter import ExportContext, ExportFormat
+from warehouse.tables import CORE, Parent
 
 __all__ = [
     "BATCH", "CONVERSATION_COLUMNS", "CONVERSATION_LISTS", "Conversation", "ExportContext", "ExportFormat", "USER_PROMPT",

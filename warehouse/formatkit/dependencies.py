@@ -88,9 +88,7 @@ class Dependency:
         """True when it is not as recorded: the option has another value in ``settings``, the file or
         directory changed, appeared or went; or, refused, it lies inside ``tree`` (the source's tree now)."""
         if self.kind == "refused":
-            from warehouse.formatkit.readers import inside  # here: readers records dependencies, so it imports this module
-
-            return bool(tree) and inside(self.path, remote.normpath(tree))
+            return bool(tree) and remote.inside(self.path, remote.normpath(tree))
         if self.kind == "option":
             return settings.get(self.name) != self.value
         if remote.is_url(self.path):  # an object or a prefix: from the run's listing when it covers it

@@ -1,7 +1,7 @@
 """The contract every source format implements.
 
 A format is one package with one ``Ingestor`` subclass, registered as an entry
-point in the group ``warehouse.formats`` (``warehouse/registry.py``). It has
+point in the group ``warehouse.formats`` (``warehouse/formatkit/registry.py``). It has
 three jobs, and no others:
 
 * ``sniff``: say whether a file is of its format, from the path and the first
@@ -29,7 +29,7 @@ from warehouse.formatkit.readers import SourceFile
 from warehouse.formatkit.records import Mapped, Record, RecordContext
 
 if TYPE_CHECKING:
-    from warehouse.exports import ExportFormat
+    from warehouse.formatkit.exporter import ExportFormat
     from warehouse.tables import Column, Table
 
 #: files of these kinds are always looked at, claimed by a format or not (an unclaimed
@@ -79,7 +79,7 @@ class Ingestor(ABC):
 
     # --- what it adds to the warehouse --------------------------------------------------------
     #: columns it adds to the shared tables, ``{table name: (Column, ...)}``; merged into
-    #: ``warehouse.tables.TABLES`` when the registry loads the installed formats. A column
+    #: ``warehouse.formatkit.declared.TABLES`` when the registry loads the installed formats. A column
     #: another format declares the same way (name, type) is one column.
     columns: ClassVar[Mapping[str, tuple["Column", ...]]] = {}
     #: tables only this format writes (``Table`` declarations), added to ``TABLES``

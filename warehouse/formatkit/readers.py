@@ -32,8 +32,8 @@ import numpy as np
 import orjson
 
 from warehouse import remote
-from warehouse.formatkit.dependencies import Dependency
 from warehouse.errors import RecordError, ReferenceRefused
+from warehouse.formatkit.dependencies import Dependency
 from warehouse.formatkit.records import Record
 
 BOM = b"\xef\xbb\xbf"
@@ -96,16 +96,6 @@ def normpath(path: str) -> str:
 def isdir(path: str) -> bool:
     """True when ``path`` is a directory, or a prefix that holds objects."""
     return remote.isdir(path)
-
-
-def inside(path: str, tree: str) -> bool:
-    """True when ``path`` (absolute, normalized) is ``tree`` or lies under it, by name.
-
-    By name, not by resolved symlinks: the walk follows the symlinks inside a tree, so
-    what it reaches through them is part of the tree; ``..`` is resolved by name first,
-    so it cannot climb out through a symlink.
-    """
-    return path == tree or path.startswith(tree.rstrip("/") + "/")
 
 
 class SourceFile:
@@ -247,7 +237,7 @@ class SourceFile:
             p = normpath(os.path.join(os.path.dirname(normpath(self.path)), path))
         else:  # inside a bucket: a path from the data resolves below the bucket, never on this machine
             p = normpath(os.path.dirname(self.path) + "/" + path) if not path.startswith("/") else path
-        if not inside(p, self.tree):
+        if not remote.inside(p, self.tree):
             self.dependencies.append(Dependency.refused(p, self.tree))
             raise ReferenceRefused(
                 f"{path} is outside {self.tree}, the path being ingested: a file is read only from inside "

@@ -88,15 +88,6 @@ def short_message(message: str) -> str:
     return f"{message[:MESSAGE_LIMIT]}\u2026 (message cut: {len(message):,} characters)"
 
 
-def where(path: str, locator: str) -> str:
-    """``file[3].messages[1]``, ``file:12`` or ``file``: how messages name a place."""
-    if not locator:
-        return path
-    if locator[0] in "[.":
-        return path + locator
-    return f"{path}:{locator}"
-
-
 @dataclass(slots=True)
 class Record:
     """One source record, decoded, or the reason it could not be decoded."""

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from warehouse.errors import FormatError, UsageError
 
 if TYPE_CHECKING:
-    from warehouse.exports import ExportFormat
+    from warehouse.formatkit.exporter import ExportFormat
     from warehouse.formatkit.ingestor import Ingestor
 
 #: the entry-point group formats register in

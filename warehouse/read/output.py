@@ -30,9 +30,9 @@ import duckdb
 import pyarrow as pa
 import pyarrow.csv as pcsv
 
-from warehouse.read import texttable
 from warehouse.checks import SQL_FORMATS as FORMATS
 from warehouse.errors import QueryError
+from warehouse.read import texttable
 from warehouse.read.texttable import CELL_WIDTH
 
 BATCH_ROWS = 8192

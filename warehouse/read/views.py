@@ -22,14 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from warehouse.store import delta
-
 from warehouse import remote
-from warehouse.store.delta import Damage
 from warehouse.errors import DamagedTable, StorageError, first_line
+from warehouse.formatkit.declared import TABLES
 from warehouse.remote import StorageOptions
+from warehouse.store import delta
+from warehouse.store.delta import Damage
 from warehouse.store.storage import SnapshotRecord, Store
-from warehouse.tables import TABLES, Table, duckdb_type
+from warehouse.tables import Table, duckdb_type
 
 if TYPE_CHECKING:  # imported where a connection is made: every ingest imports this module, few need duckdb
     import duckdb
@@ -626,3 +626,17 @@ class PathFieldsAhead:
             self._con.interrupt()  # DuckDB's way to stop a query from another thread; again until it has
             self._thread.join(0.05)  # (an interrupt before the query starts is forgotten when it starts)
         self._con.close()
+
+
+def snapshot_files(root: str | os.PathLike, *, as_of: int | None = None) -> dict[str, list[str]]:
+    """The data files of each table in snapshot ``as_of`` (default: the latest): table -> absolute paths.
+
+    The one way an engine other than the project's own readers (Spark: ``warehouse.spark.register``)
+    learns which files hold a table's rows: each table at the Delta version the snapshot pins.
+    """
+    from warehouse.read.views import declared
+    from warehouse.store import delta
+
+    store = Store(root)
+    record = store.read_snapshot(as_of)
+    return {t: delta.live_files(store.table_uri(t), record.tables[t]["version"]) for t in declared(record)}

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from warehouse import remote
 from warehouse.formatkit.dependencies import DependsOn
-from warehouse.formatkit.readers import inside
+from warehouse.remote import inside
 from warehouse.store.storage import SnapshotRecord, Store
 
 

@@ -34,19 +34,19 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from warehouse.store import delta
-
 from warehouse import remote
+from warehouse.errors import DamagedTable, LeaseLost, first_line
+from warehouse.formatkit.declared import TABLES
+from warehouse.interrupt import work_done
+from warehouse.read.views import PATH_FIELDS, PathFieldsAhead, materialize_path_fields, path_fields_sql_hash
 from warehouse.run.catalog import Catalog
 from warehouse.run.damage import Mending, drop_new_log, set_aside_log
-from warehouse.store.delta import Part
-from warehouse.errors import DamagedTable, LeaseLost, first_line
-from warehouse.interrupt import work_done
-from warehouse.store.storage import RUN_ID, SnapshotRecord, Store, fsync
-from warehouse.tables import SOURCES, TABLES
-from warehouse.read.views import PATH_FIELDS, PathFieldsAhead, materialize_path_fields, path_fields_sql_hash
 from warehouse.run.worker import BatchResult
+from warehouse.store import delta
+from warehouse.store.delta import Part
+from warehouse.store.storage import RUN_ID, SnapshotRecord, Store, fsync
 from warehouse.store.writer import PARQUET_OPTIONS, column_encodings, open_parquet_writer
+from warehouse.tables import SOURCES
 
 
 @dataclass

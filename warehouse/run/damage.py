@@ -29,15 +29,14 @@ import shutil
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
-from warehouse.store import delta
-
 from warehouse import remote
-from warehouse.run.catalog import Catalog
-from warehouse.store.delta import Damage
 from warehouse.errors import DamagedTable, StorageError, WarehouseError
-from warehouse.store.storage import DAMAGED, STATE_DIR, SnapshotRecord, Store
-from warehouse.tables import TABLES
+from warehouse.formatkit.declared import TABLES
 from warehouse.read.views import PATH_FIELDS, damage_message, declared
+from warehouse.run.catalog import Catalog
+from warehouse.store import delta
+from warehouse.store.delta import Damage
+from warehouse.store.storage import DAMAGED, STATE_DIR, SnapshotRecord, Store
 
 
 def check(store: Store, record: SnapshotRecord, say) -> tuple[dict[str, Damage], dict]:

@@ -33,8 +33,8 @@ def history(root: str | os.PathLike, *, format: str | None = None, out: IO[str] 
     an ``s3://`` URL; ``storage_options`` add to and override the AWS environment (docs/storage.md)."""
     from warehouse import remote
     from warehouse.errors import NotASnapshot
-    from warehouse.store.storage import Store
     from warehouse.read.views import read_existing_snapshot, readable_snapshots
+    from warehouse.store.storage import Store
 
     checks.choice(format, "format", HISTORY_FORMATS)
     root = checks.root(root)
@@ -118,14 +118,14 @@ def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, 
     ago (never those of the latest snapshot, nor of the one before this compact); commits a
     new snapshot, unless there was nothing to merge or delete (``summary.committed`` False). Holds the writer lock, as ``ingest`` does (``wait=False``: LockedError when held); on an
     ``s3://`` root that is its lease, and deltalake gets the resolved ``storage_options`` (docs/storage.md)."""
-    from warehouse.store import delta
     from warehouse import remote
+    from warehouse.errors import LeaseLost
+    from warehouse.read.views import declared
     from warehouse.run.commit import _sigint_deferred, repair
     from warehouse.run.damage import refuse
-    from warehouse.errors import LeaseLost
     from warehouse.run.runner import _said_in_one_line, open_for_writing, say
+    from warehouse.store import delta
     from warehouse.store.storage import SnapshotRecord, Store, new_run_id
-    from warehouse.read.views import declared
 
     root = checks.root(root)
     checks.count(retention_hours, "retention_hours", least=0)

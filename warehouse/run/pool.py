@@ -34,9 +34,9 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Protocol
 
-from warehouse.run import process_settings
 from warehouse.errors import WorkerLost
 from warehouse.formatkit.registry import Registry
+from warehouse.run import process_settings
 from warehouse.run.worker import BatchIngest, BatchResult, BatchSpec, ProgressFn
 
 

@@ -18,6 +18,7 @@ This module is the order of things; each job has its own module:
 from __future__ import annotations
 
 import errno
+import importlib
 import os
 import re
 import signal
@@ -28,17 +29,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass, field
 
-from warehouse.run import damage
-
-from warehouse.store import delta
-
 from warehouse import remote
-from warehouse.run.catalog import Catalog
 from warehouse.checks import option
-from warehouse.run.commit import COMMITTED, Changes, CommitAhead, commit, repair
-from warehouse.store.delta import Damage
-from warehouse.run.discover import Compressed, LoopSkipped, Unreachable, walk
-from warehouse.run.encodings import skipped_note
 from warehouse.errors import (
     Interrupted,
     NotASnapshot,
@@ -50,15 +42,22 @@ from warehouse.errors import (
     WorkerLost,
 )
 from warehouse.formatkit.ingestor import JSON_SUFFIXES
+from warehouse.formatkit.registry import Registry
+from warehouse.progress import IngestProgress
+from warehouse.read.views import PathFieldsAhead, read_existing_snapshot
+from warehouse.remote import inside
+from warehouse.run import damage
+from warehouse.run.catalog import Catalog
+from warehouse.run.commit import COMMITTED, Changes, CommitAhead, commit, repair
+from warehouse.run.discover import Compressed, LoopSkipped, Unreachable, walk
+from warehouse.run.encodings import skipped_note
 from warehouse.run.pieces import FileScan, merge_pieces, split_large_files
 from warehouse.run.pool import Engine, Inline, ProcessPool, start_forkserver
-from warehouse.progress import IngestProgress
-from warehouse.formatkit.readers import inside
-from warehouse.formatkit.registry import Registry
-from warehouse.store.storage import SnapshotRecord, Store, new_run_id
 from warehouse.run.summary import IngestSummary
-from warehouse.read.views import PathFieldsAhead, read_existing_snapshot
 from warehouse.run.worker import BatchIngest, BatchResult, BatchSpec, WorkItem
+from warehouse.store import delta
+from warehouse.store.delta import Damage
+from warehouse.store.storage import SnapshotRecord, Store, new_run_id
 
 #: runs smaller than this are ingested in-process (a pool costs more than it saves)
 INLINE_MAX_BYTES = 16 * 1024 * 1024
@@ -335,13 +334,17 @@ def _pooled(files: int, nbytes: int) -> bool:
     return nbytes > INLINE_MAX_BYTES or files > INLINE_MAX_FILES
 
 
+#: engines that live beside the run, not in it, by their ``--engine`` name: imported when asked for (pyspark
+#: is an extra) and by name, as formats are, so the run's room does not depend on the rooms above it
+PLUGGED_ENGINES = {"spark": "warehouse.spark.engine:SparkEngine"}
+
+
 def _engine(name: str, spark_master: str | None, jobs: int | None, total_bytes: int, files: int) -> Engine:
     """``spark``: Spark tasks, whatever the size (the user asked for the cluster). ``local``: this
     process for a small run or ``--jobs 1`` (a pool costs more than it saves), else a process pool."""
-    if name == "spark":
-        from warehouse.spark.engine import SparkEngine  # pyspark only when asked for
-
-        return SparkEngine(spark_master)
+    if name in PLUGGED_ENGINES:
+        module, _, cls = PLUGGED_ENGINES[name].partition(":")
+        return getattr(importlib.import_module(module), cls)(spark_master)
     jobs = _jobs(jobs)
     return ProcessPool(jobs) if jobs > 1 and _pooled(files, total_bytes) else Inline()
 

@@ -17,29 +17,19 @@ import orjson
 import pyarrow as pa
 
 from warehouse import remote
-from warehouse.store.delta import Part
-from warehouse.errors import InvalidBatch, RecordError, StrictStop, UsageError
+from warehouse.errors import InvalidBatch, RecordError, StrictFailure, StrictStop, UsageError
+from warehouse.formatkit.declared import TABLES
 from warehouse.formatkit.ingestor import Ingestor
 from warehouse.formatkit.readers import RAW_LIMIT
 from warehouse.formatkit.records import LOCATOR_LIMIT, Record, RecordContext, short_locator, short_message, stable_id
+from warehouse.store.delta import Part
 from warehouse.store.storage import Store
-from warehouse.tables import TABLES
 from warehouse.store.writer import CONVERSION_ERRORS as _CONVERSION_ERRORS
 from warehouse.store.writer import RowValidator, TableWriter, check_batch, rows_to_batch, values_to_batch
 
 #: mapped rows gathered before they are turned into Arrow together (the parsed records stay
 #: alive until then: 1024 inference records with 400 tokens each are ~60 MB of Python objects)
 FLUSH_ROWS = 1024
-
-
-@dataclass
-class StrictFailure:
-    """The first bad record ``--strict`` met: where, at which stage, and why."""
-
-    path: str
-    locator: str
-    stage: str
-    message: str
 
 
 @dataclass(slots=True)

@@ -22,15 +22,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from warehouse import remote
-from warehouse.store.delta import Part
+from warehouse.errors import RecordError, StrictFailure, StrictStop, UsageError
 from warehouse.formatkit.dependencies import DependsOn
-from warehouse.run.encodings import what_it_is
-from warehouse.errors import RecordError, StrictStop, UsageError
 from warehouse.formatkit.ingestor import JSON_SUFFIXES, Ingestor
 from warehouse.formatkit.readers import BOM, RAW_LIMIT, SourceFile, open_source
 from warehouse.formatkit.records import Record
 from warehouse.formatkit.registry import Registry
-from warehouse.run.sink import Counts, RecordSink, StrictFailure
+from warehouse.run.encodings import what_it_is
+from warehouse.run.sink import Counts, RecordSink
+from warehouse.store.delta import Part
 from warehouse.store.storage import Store
 
 ProgressFn = Callable[[int, int], None]  # (files done, bytes done) increments

@@ -88,7 +88,7 @@ def data_source():
             return NAME
 
         def schema(self) -> str:
-            from warehouse.spark.views import spark_schema
+            from warehouse.spark.types import spark_schema
 
             return spark_schema(decode_schema(self.options[SCHEMA_OPTION]))
 
@@ -113,7 +113,7 @@ def decode_schema(text: str):
 def frame(spark, table: str, files: list[str], options: dict[str, str]):
     """``table`` over ``files`` (URLs) as a DataFrame read by the ``warehouse_files`` data source, in the
     columns this process declares for it."""
-    from warehouse.tables import TABLES
+    from warehouse.formatkit.declared import TABLES
 
     spark.dataSource.register(data_source())  # once per session is enough; again is harmless
     return (spark.read.format(NAME).option(SCHEMA_OPTION, encode_schema(TABLES[table].arrow_schema))

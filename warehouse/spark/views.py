@@ -1,9 +1,9 @@
 """``register(spark, root)``: a warehouse snapshot as temporary views of a SparkSession.
 
-Two layers, as in DuckDB (``warehouse/views.py``):
+Two layers, as in DuckDB (``warehouse/read/views.py``):
 
 * ``raw_<table>``: each declared table over its data files in the snapshot
-  (``warehouse.store.storage.snapshot_files``, the one place that knows them), read with the
+  (``warehouse.read.views.snapshot_files``, the one place that knows them), read with the
   declared schema. A session with the Delta connector (``delta-spark``: its SQL extension
   configured) reads each table through it instead, at the Delta version the snapshot pins
   (``versionAsOf``), which gives the same rows; an ``s3://`` root is read by the Python data
@@ -22,14 +22,12 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
-
-from warehouse.decimals import DECIMAL, SQL_TYPE
+from warehouse.formatkit.declared import TABLES
+from warehouse.read.views import snapshot_files, view_statements
 from warehouse.remote import StorageOptions
-from warehouse.store.storage import snapshot_files
-from warehouse.tables import TABLES, Table
-from warehouse.read.views import view_statements
 from warehouse.spark.translate import raw_name, to_spark
+from warehouse.spark.types import spark_schema, spark_type
+from warehouse.tables import Table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -74,35 +72,6 @@ def register(spark: SparkSession, root: str | os.PathLike, *, as_of: int | None 
         spark.sql(translated)
         names.append(_view_name(translated))
     return names
-
-
-def spark_schema(table: Table | pa.Schema) -> str:
-    """The table's declared columns (or an Arrow schema's fields) as a Spark DDL schema."""
-    columns = table if isinstance(table, pa.Schema) else table.columns
-    return ", ".join(f"`{c.name}` {spark_type(c.type)}" for c in columns)
-
-
-def spark_type(t: pa.DataType) -> str:
-    """The Spark SQL type that reads a Parquet column written with Arrow type ``t``."""
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return "STRING"
-    if pa.types.is_boolean(t):
-        return "BOOLEAN"
-    if pa.types.is_int32(t):
-        return "INT"
-    if pa.types.is_int64(t):
-        return "BIGINT"
-    if t == DECIMAL:
-        return SQL_TYPE  # Spark writes DECIMAL(p,s) as DuckDB does
-    if pa.types.is_float64(t):
-        return "DOUBLE"
-    if pa.types.is_timestamp(t):
-        return "TIMESTAMP" if t.tz else "TIMESTAMP_NTZ"
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return f"ARRAY<{spark_type(t.value_type)}>"
-    if pa.types.is_struct(t):
-        return "STRUCT<" + ", ".join(f"`{f.name}`: {spark_type(f.type)}" for f in t) + ">"
-    raise TypeError(f"no Spark type for the Arrow type {t} (declare it in warehouse/spark/views.py)")
 
 
 def _table_frame(spark: SparkSession, table: Table, files: list[str]) -> DataFrame:

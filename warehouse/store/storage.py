@@ -478,20 +478,6 @@ def _committed_meanwhile(store: "Store", number: int) -> "LeaseLost":
     )
 
 
-def snapshot_files(root: str | os.PathLike, *, as_of: int | None = None) -> dict[str, list[str]]:
-    """The data files of each table in snapshot ``as_of`` (default: the latest): table -> absolute paths.
-
-    The one way an engine other than the project's own readers (Spark: ``warehouse.spark.register``)
-    learns which files hold a table's rows: each table at the Delta version the snapshot pins.
-    """
-    from warehouse.store import delta
-    from warehouse.read.views import declared
-
-    store = Store(root)
-    record = store.read_snapshot(as_of)
-    return {t: delta.live_files(store.table_uri(t), record.tables[t]["version"]) for t in declared(record)}
-
-
 def _rmdir_if_empty(path: Path) -> None:
     try:
         path.rmdir()

@@ -117,8 +117,8 @@ class Reader:
                  setup: Callable[[duckdb.DuckDBPyConnection], None] | None = None):
         from warehouse import checks, interrupt
         from warehouse.exports.where import sandbox, selection_sql
-        from warehouse.store.storage import Store
         from warehouse.read.views import open_snapshot
+        from warehouse.store.storage import Store
 
         self.root = checks.root(root)
         self.where = where.strip() if where and where.strip() else None
@@ -231,7 +231,7 @@ class Reader:
     def responses(self, ids: list[str]) -> dict[str, dict[str, Any]]:
         """``response`` for each of ``ids``, read with one query per table (an ``--out`` file of hundreds)."""
         from warehouse.exports.kit import children, ordered_by
-        from warehouse.tables import TABLES
+        from warehouse.formatkit.declared import TABLES
 
         with self.cursor() as c:
             found = c.execute(f"SELECT response_id, record_id, source_path FROM {LIST} "
