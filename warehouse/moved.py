@@ -1,7 +1,7 @@
 """The modules' old names, from before ``warehouse/`` was grouped into rooms, still import for one release.
 
-A third-party format written against ``warehouse.readers``, ``warehouse.records`` or ``warehouse.ingestor``
-keeps loading: importing an old name gives the module at its new place (the same module object, so
+A third-party format written against the flat names (``readers``, ``records``, ``ingestor`` directly under
+``warehouse``) keeps loading: importing an old name gives the module at its new place (the same module object, so
 ``isinstance`` and monkeypatching see one thing) and a ``DeprecationWarning`` that names the new place.
 """
 
