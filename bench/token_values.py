@@ -271,7 +271,7 @@ def storage_table(root: Path) -> None:
 
     import warehouse.store.storage
 
-    files = warehouse.read.views.snapshot_files(root)["token_values"]
+    files = warehouse.reading.views.snapshot_files(root)["token_values"]
     con = duckdb.connect()
     rows, values = con.execute(
         "SELECT count(*), sum(len(coalesce(scores_float, CAST(scores AS DOUBLE[])))) FROM read_parquet(?)",

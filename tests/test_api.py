@@ -19,7 +19,7 @@ import warehouse
 from warehouse import api
 from warehouse.cli import main
 from warehouse.errors import QueryError, StorageError, UsageError, WarehouseError
-from warehouse.read import views
+from warehouse.reading import views
 
 from .conftest import REPO, Warehouse, write_json
 
@@ -243,8 +243,8 @@ def test_sql_returns_a_relation_with_or_without_parameters(root):
 
 
 @pytest.mark.parametrize("name, target", [("ingest", "warehouse.run.runner:ingest"), ("export", "warehouse.exports:export"),
-                                          ("tokenize", "warehouse.run.runner:ingest"), ("sql", "warehouse.read.query:sql"),
-                                          ("stats", "warehouse.read.query:stats")])
+                                          ("tokenize", "warehouse.run.runner:ingest"), ("sql", "warehouse.reading.query:sql"),
+                                          ("stats", "warehouse.reading.query:stats")])
 def test_the_top_level_functions_take_typed_keywords(name, target):
     """No **options: every parameter is named and annotated, and is a parameter of what it calls, with its default."""
     module, attr = target.split(":")

@@ -218,7 +218,7 @@ def test_the_check_finds_each_kind_of_mention(tmp_path):
     found = "\n".join(violations(core))
     for expected in (
         "warehouse/__init__.py:2: imports the format package ingest",
-        "warehouse/run/runner.py:1: names a format package: 'ingest:I'",
+        "warehouse/runner.py:1: names a format package: 'ingest:I'",
         "warehouse/cli.py:2: imports the format package warehouse.formats.scale",
         "warehouse/tables.py:1: names the format 'AFTERIMAGE'",
         "warehouse/tables.py:2: a query reads the table 'prompts'",
@@ -367,5 +367,5 @@ def test_the_exception_check_finds_each_kind_of_base(tmp_path):
     (core / "viewer" / "data.py").write_text("class Gone(KeyError):\n    pass\nclass Mine(WarehouseError):\n    pass\n")
     (core / "writer.py").write_text("import pyarrow as pa\nclass Bad(pa.ArrowException):\n    pass\n")
     found = exceptions_outside_errors(core)
-    assert found == ["warehouse/run/pool.py:1: Lost", "warehouse/viewer/data.py:1: Gone",
-                     "warehouse/viewer/data.py:3: Mine", "warehouse/store/writer.py:2: Bad"], found
+    assert found == ["warehouse/pool.py:1: Lost", "warehouse/viewer/data.py:1: Gone",
+                     "warehouse/viewer/data.py:3: Mine", "warehouse/writer.py:2: Bad"], found

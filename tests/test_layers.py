@@ -19,7 +19,7 @@ LAYERS = [
     ("tables",),      # the core's tables, declared once
     ("formatkit",),   # what a format builds on: records, readers, Ingestor, the registry, the composed schema
     ("store",),       # the root's files: layout, lock, snapshots, Delta tables, Parquet writing
-    ("read",),        # DuckDB connections with the views, queries, output
+    ("reading",),     # DuckDB connections with the views, queries, output
     ("run",),         # one ingest run, and the commands that write (compact, upgrade)
     ("exports", "spark"),
     ("viewer",),

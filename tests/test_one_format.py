@@ -16,7 +16,7 @@ import textwrap
 import pytest
 
 from warehouse.formatkit.registry import GROUP, Registry
-from warehouse.read.views import view_files, view_name
+from warehouse.reading.views import view_files, view_name
 
 from .conftest import FIXTURES
 
@@ -33,7 +33,7 @@ ALONE = textwrap.dedent(f"""
     md.entry_points = entry_points
     import warehouse
     from warehouse.formatkit.registry import Registry
-    from warehouse.read.views import view_statements
+    from warehouse.reading.views import view_statements
     root = tempfile.mkdtemp()
     warehouse.ingest(sys.argv[2:], root, jobs=1, progress=False)
     con = warehouse.connect(root)

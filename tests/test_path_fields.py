@@ -9,7 +9,7 @@ import pytest
 
 from warehouse.formats.trait_interp import TraitInterp
 from warehouse.formats.trait_interp.path_fields import PATH_FIELDS
-from warehouse.read.views import view_files, view_name
+from warehouse.reading.views import view_files, view_name
 
 FIELDS = (
     "experiment", "pipeline", "model_variant", "trait", "position", "prompt_set", "prompt_id",
@@ -145,7 +145,7 @@ def test_path_fields_evaluated_while_the_batches_run_are_the_ones_materialised_a
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from warehouse.read.views import PathFieldsAhead, materialize_path_fields
+    from warehouse.reading.views import PathFieldsAhead, materialize_path_fields
 
     paths = [p for p, _ in CASES]
     sources = tmp_path / "sources.parquet"
@@ -174,7 +174,7 @@ def test_path_fields_ahead_is_closed_when_the_batches_fail(tmp_path, monkeypatch
     import json
 
     import warehouse
-    from warehouse.read.views import PathFieldsAhead
+    from warehouse.reading.views import PathFieldsAhead
     from warehouse.run import runner
 
     made = []
@@ -209,7 +209,7 @@ def test_path_fields_ahead_is_closed_when_the_batches_fail(tmp_path, monkeypatch
 def test_path_fields_ahead_closed_early_stops_its_evaluation():
     """close() before the rows are wanted (the run stopped) interrupts the evaluation instead of waiting
     for rows nobody reads: a million paths take seconds of one core."""
-    from warehouse.read.views import PathFieldsAhead
+    from warehouse.reading.views import PathFieldsAhead
 
     ahead = PathFieldsAhead({f"/d/experiments/e/inference/i/responses/s/{i}.json" for i in range(300_000)})
     ahead.close()

@@ -123,7 +123,7 @@ def test_export_where_is_sandboxed_on_a_remote_root_too(roots, env_for, tmp_path
     """The Arrow datasets a remote root's views read keep working under the export's sandbox, and a
     --where (or anything run on that connection) still cannot read a file."""
     from warehouse.exports.where import sandbox
-    from warehouse.read.query import open_existing
+    from warehouse.reading.query import open_existing
 
     url, local = roots
     secret = tmp_path / "secret.parquet"
@@ -311,7 +311,8 @@ def test_an_older_file_lacking_a_later_column_reads_it_as_null_on_a_remote_root(
 
     import pyarrow as pa
 
-    from warehouse.formatkit import declared as tables
+    from warehouse import tables
+    from warehouse.formatkit import declared
 
     bucket = s3.new_bucket()
     root = f"s3://{bucket}/wh"
@@ -321,9 +322,9 @@ def test_an_older_file_lacking_a_later_column_reads_it_as_null_on_a_remote_root(
     first, second = sorted((SAMPLES / "afterimage").glob("*.jsonl"))[:2]
     (src / first.name).write_bytes(first.read_bytes())
     w.ingest(src)
-    old = tables.TABLES["responses"]
+    old = declared.TABLES["responses"]
     grown = dataclasses.replace(old, columns=(*old.columns, tables.C("later_note", pa.string(), "declared later")))
-    monkeypatch.setitem(tables.TABLES._get(), "responses", grown)  # a newer package declares a column
+    monkeypatch.setitem(declared.TABLES._get(), "responses", grown)  # a newer package declares a column
     (src / second.name).write_bytes(second.read_bytes())
     w.ingest(src)
     files = Store(root).read_snapshot().tables["responses"]
@@ -403,8 +404,8 @@ def test_spark_reads_a_file_lacking_declared_columns_as_nulls_of_their_types(spa
     per file, every other column as written; DuckDB's view gives the same rows."""
     import pyarrow.parquet as pq
 
+    from warehouse.reading.views import snapshot_files
     from warehouse.spark import register
-    from warehouse.store.storage import snapshot_files
 
     from .test_spark import _rows
 
@@ -433,14 +434,15 @@ def test_spark_reads_a_remote_root_in_the_declarations_of_the_process_that_regis
     not each Spark Python worker's own: the column is there, NULL in files written before it."""
     import dataclasses
 
-    from warehouse.formatkit import declared as tables
+    from warehouse import tables
+    from warehouse.formatkit import declared
     from warehouse.spark import register
 
     url = f"s3://{s3.new_bucket()}/wh"
     Warehouse(url).ingest(sorted((SAMPLES / "afterimage").glob("*.jsonl"))[0])
-    old = tables.TABLES["responses"]
+    old = declared.TABLES["responses"]
     grown = dataclasses.replace(old, columns=(*old.columns, tables.C("later_note", pa.string(), "declared later")))
-    monkeypatch.setitem(tables.TABLES._get(), "responses", grown)
+    monkeypatch.setitem(declared.TABLES._get(), "responses", grown)
     register(spark, url)
     got = spark.table("raw_responses").toArrow()
     assert got.column_names == grown.arrow_schema.names

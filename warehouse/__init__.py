@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from warehouse.exports import ExportSummary
     from warehouse.formatkit.declared import TABLES
     from warehouse.formatkit.registry import Registry
-    from warehouse.read.query import sql, stats
-    from warehouse.read.views import connect
+    from warehouse.reading.query import sql, stats
+    from warehouse.reading.views import connect
     from warehouse.run.maintenance import compact, history
     from warehouse.run.runner import IngestSummary
 
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 #: start-up, `--help`, `--version`) does not load DuckDB, Arrow or polars until they are needed
 _LAZY = {
     "Warehouse": "api", "open": "api", "read": "api", "read_arrow": "api", "scan": "api",
-    "sql": "read.query", "stats": "read.query", "TABLES": "formatkit.declared", "connect": "read.views",
+    "sql": "reading.query", "stats": "reading.query", "TABLES": "formatkit.declared", "connect": "reading.views",
     "history": "run.maintenance", "compact": "run.maintenance",
 }
 

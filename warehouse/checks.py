@@ -18,7 +18,7 @@ from typing import Any
 from warehouse import remote  # (imports nothing heavy either: pyarrow and obstore only inside its functions)
 from warehouse.errors import UsageError
 
-#: what ``warehouse sql --format`` / ``warehouse.sql(format=...)`` writes (``warehouse.read.output``)
+#: what ``warehouse sql --format`` / ``warehouse.sql(format=...)`` writes (``warehouse.reading.output``)
 SQL_FORMATS = ("table", "csv", "json", "jsonl")
 #: what ``warehouse stats --format`` / ``warehouse.stats(format=...)`` writes
 STATS_FORMATS = ("table", "json")

@@ -24,7 +24,7 @@ MOVED = {
         "pieces": "run.pieces", "pool": "run.pool", "worker": "run.worker", "sink": "run.sink",
         "commit": "run.commit", "damage": "run.damage", "summary": "run.summary", "upgrade": "run.upgrade",
         "maintenance": "run.maintenance", "process_settings": "run.process_settings",
-        "views": "read.views", "query": "read.query", "output": "read.output", "texttable": "read.texttable",
+        "views": "reading.views", "query": "reading.query", "output": "reading.output", "texttable": "reading.texttable",
     }.items()
 }
 

@@ -33,8 +33,8 @@ from warehouse.errors import ExportError, QueryError, UsageError
 from warehouse.exports.where import sandbox, selection_sql
 from warehouse.exports.workspace import Workspace
 from warehouse.formatkit.exporter import ExportContext, ExportFormat
-from warehouse.read.query import columns_hint, open_existing
-from warehouse.read.views import damage_error
+from warehouse.reading.query import columns_hint, open_existing
+from warehouse.reading.views import damage_error
 from warehouse.remote import StorageOptions
 from warehouse.store.storage import Store
 

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 from warehouse.exports import kit
 from warehouse.exports.kit import ExportContext, ExportFormat
 from warehouse.formatkit.declared import TABLES
-from warehouse.read.output import finite_json
+from warehouse.reading.output import finite_json
 
 # --- parquet: one file per table --------------------------------------------------------------
 

@@ -146,7 +146,7 @@ class _Refusal:
         self.con, self.where, self.label, self.view = con, where, label, view
 
     def __call__(self, why: str) -> QueryError:
-        from warehouse.read.query import columns_hint
+        from warehouse.reading.query import columns_hint
 
         return QueryError(f"{self.label} {self.where!r}: {why}\n\ncolumns of {self.view} you can filter on:\n"
                           f"{columns_hint(self.con, self.view)}")

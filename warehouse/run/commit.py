@@ -38,7 +38,7 @@ from warehouse import remote
 from warehouse.errors import DamagedTable, LeaseLost, first_line
 from warehouse.formatkit.declared import TABLES
 from warehouse.interrupt import work_done
-from warehouse.read.views import PATH_FIELDS, PathFieldsAhead, materialize_path_fields, path_fields_sql_hash
+from warehouse.reading.views import PATH_FIELDS, PathFieldsAhead, materialize_path_fields, path_fields_sql_hash
 from warehouse.run.catalog import Catalog
 from warehouse.run.damage import Mending, drop_new_log, set_aside_log
 from warehouse.run.worker import BatchResult

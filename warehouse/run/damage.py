@@ -32,7 +32,7 @@ from urllib.parse import unquote
 from warehouse import remote
 from warehouse.errors import DamagedTable, StorageError, WarehouseError
 from warehouse.formatkit.declared import TABLES
-from warehouse.read.views import PATH_FIELDS, damage_message, declared
+from warehouse.reading.views import PATH_FIELDS, damage_message, declared
 from warehouse.run.catalog import Catalog
 from warehouse.store import delta
 from warehouse.store.delta import Damage

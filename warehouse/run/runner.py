@@ -44,7 +44,7 @@ from warehouse.errors import (
 from warehouse.formatkit.ingestor import JSON_SUFFIXES
 from warehouse.formatkit.registry import Registry
 from warehouse.progress import IngestProgress
-from warehouse.read.views import PathFieldsAhead, read_existing_snapshot
+from warehouse.reading.views import PathFieldsAhead, read_existing_snapshot
 from warehouse.remote import inside
 from warehouse.run import damage
 from warehouse.run.catalog import Catalog

@@ -17,7 +17,7 @@ import orjson
 
 from warehouse.errors import StorageError, first_line
 from warehouse.formatkit.declared import TABLES
-from warehouse.read.views import PATH_FIELDS, materialize_path_fields, path_fields_sql_hash
+from warehouse.reading.views import PATH_FIELDS, materialize_path_fields, path_fields_sql_hash
 from warehouse.store import delta
 from warehouse.store.delta import Part
 from warehouse.store.storage import LEGACY_MANIFEST, SnapshotRecord, Store, new_run_id

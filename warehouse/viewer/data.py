@@ -117,7 +117,7 @@ class Reader:
                  setup: Callable[[duckdb.DuckDBPyConnection], None] | None = None):
         from warehouse import checks, interrupt
         from warehouse.exports.where import sandbox, selection_sql
-        from warehouse.read.views import open_snapshot
+        from warehouse.reading.views import open_snapshot
         from warehouse.store.storage import Store
 
         self.root = checks.root(root)
@@ -145,7 +145,7 @@ class Reader:
     @contextmanager
     def cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """A cursor for one request; ``interrupt()`` stops it while it runs."""
-        from warehouse.read.views import cursor
+        from warehouse.reading.views import cursor
 
         c = cursor(self.con, self.snapshot)
         with self._lock:
@@ -187,7 +187,7 @@ class Reader:
         except duckdb.InterruptException:
             raise KeyboardInterrupt from None
         except duckdb.Error as e:
-            from warehouse.read.query import columns_hint
+            from warehouse.reading.query import columns_hint
 
             raise QueryError(f"--where {self.where!r}: {e}\n\ncolumns of responses you can filter on:\n"
                              f"{columns_hint(self.con, 'responses')}") from None

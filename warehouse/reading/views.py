@@ -634,7 +634,7 @@ def snapshot_files(root: str | os.PathLike, *, as_of: int | None = None) -> dict
     The one way an engine other than the project's own readers (Spark: ``warehouse.spark.register``)
     learns which files hold a table's rows: each table at the Delta version the snapshot pins.
     """
-    from warehouse.read.views import declared
+    from warehouse.reading.views import declared
     from warehouse.store import delta
 
     store = Store(root)

@@ -32,8 +32,8 @@ import pyarrow.csv as pcsv
 
 from warehouse.checks import SQL_FORMATS as FORMATS
 from warehouse.errors import QueryError
-from warehouse.read import texttable
-from warehouse.read.texttable import CELL_WIDTH
+from warehouse.reading import texttable
+from warehouse.reading.texttable import CELL_WIDTH
 
 BATCH_ROWS = 8192
 #: rows the table format shows unless told otherwise

@@ -14,8 +14,8 @@ from warehouse import checks, interrupt
 from warehouse.checks import SQL_FORMATS, STATS_FORMATS
 from warehouse.errors import QueryError
 from warehouse.formatkit.declared import TABLES
-from warehouse.read.output import TABLE_ROWS, write_report, write_result
-from warehouse.read.views import connect, damage_error
+from warehouse.reading.output import TABLE_ROWS, write_report, write_result
+from warehouse.reading.views import connect, damage_error
 from warehouse.remote import StorageOptions
 
 
