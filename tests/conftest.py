@@ -311,7 +311,7 @@ def batch_rows(paths: list[Path], root: Path, fast_paths: bool, tables) -> tuple
 
     from warehouse.formatkit.registry import Registry
     from warehouse.run.worker import BatchIngest, BatchSpec, WorkItem
-    from warehouse.store.storage import new_run_id
+    from warehouse.store.snapshots import new_run_id
 
     spec = BatchSpec(run_id=new_run_id(), batch_no=1, root=str(root), items=[WorkItem(str(p)) for p in paths],
                      registry=Registry.installed(), fast_paths=fast_paths)

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from warehouse.formatkit.registry import Registry
 from warehouse.run.worker import BatchIngest, BatchSpec, WorkItem
-from warehouse.store.storage import new_run_id
+from warehouse.store.snapshots import new_run_id
 
 from .conftest import FIXTURES
 

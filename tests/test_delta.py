@@ -161,7 +161,7 @@ def test_outside_readers_agree_with_the_views_after_every_step(wh, tmp_path, mon
 
 def dead_files(root: Path) -> list[str]:
     """Data files of runs that have no snapshot (every file of a run starts with its id)."""
-    from warehouse.store.storage import RUN_ID
+    from warehouse.store.snapshots import RUN_ID
 
     known = {r.run_id for r in Store(root).snapshots()}
     return sorted(p.name for p in root.rglob("*.parquet") if RUN_ID.match(p.name)

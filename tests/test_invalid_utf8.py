@@ -238,7 +238,7 @@ def test_a_fast_paths_tables_are_validated_once_before_they_are_kept(tmp_path, m
     import warehouse.store.writer as writer
     from warehouse.formatkit.registry import Registry
     from warehouse.run.worker import BatchIngest, BatchSpec, WorkItem
-    from warehouse.store.storage import new_run_id
+    from warehouse.store.snapshots import new_run_id
 
     checked = []
 

@@ -13,7 +13,8 @@ import time
 import pytest
 
 import warehouse
-from warehouse.store.storage import RUN_ID, Store
+from warehouse.store.snapshots import RUN_ID
+from warehouse.store.storage import Store
 
 pytestmark = pytest.mark.slow
 

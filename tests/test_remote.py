@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 import warehouse
-from warehouse import remote
+from warehouse import access, remote, urlpaths
 from warehouse.errors import ObjectStoreError, UsageError
 from warehouse.formatkit.declared import TABLES
 from warehouse.formatkit.ingestor import Ingestor
@@ -32,7 +32,7 @@ ID_COLUMNS = ("response_id", "record_id", "annotation_id")
 
 
 def put(s3, url: str, data: bytes) -> None:
-    _, bucket, key = remote.split(url)
+    _, bucket, key = urlpaths.split(url)
     with s3.filesystem().open_output_stream(f"{bucket}/{key}") as f:
         f.write(data)
 
@@ -44,7 +44,7 @@ def upload(s3, local: Path, url: str) -> None:
 
 
 def delete(s3, url: str) -> None:
-    _, bucket, key = remote.split(url)
+    _, bucket, key = urlpaths.split(url)
     s3.filesystem().delete_file(f"{bucket}/{key}")
 
 
@@ -309,17 +309,17 @@ def test_the_cli_ingests_from_a_bucket_with_storage_options(s3, bucket, tmp_path
 
 
 def test_translate_uses_the_object_store_names():
-    opts = remote.resolve({"AWS_REGION": "eu-west-1", "endpoint": "https://example.test", "Aws_Access_Key_Id": "id",
+    opts = access.resolve({"AWS_REGION": "eu-west-1", "endpoint": "https://example.test", "Aws_Access_Key_Id": "id",
                            "aws_secret_access_key": "s3cr3t-value"})
-    kwargs = remote.translate(opts)
+    kwargs = access.translate(opts)
     assert kwargs["region"] == "eu-west-1" and kwargs["endpoint_override"] == "https://example.test"
     assert (kwargs["access_key"], kwargs["secret_key"], kwargs["scheme"]) == ("id", "s3cr3t-value", "https")
     assert remote.redact("denied for s3cr3t-value", opts) == "denied for ***"
     with pytest.raises(UsageError, match="aws_secret_access_key"):
-        remote.translate({"aws_access_key_id": "id"})
+        access.translate({"aws_access_key_id": "id"})
 
 
 def test_urls_resolve_by_name_inside_their_bucket():
-    assert remote.normpath("s3://b/a/./c/../d/") == "s3://b/a/d"
-    assert remote.normpath("s3://b/a/../../x") == "s3://b/x"  # never above the bucket
-    assert remote.normpath("s3://b") == "s3://b"
+    assert urlpaths.normpath("s3://b/a/./c/../d/") == "s3://b/a/d"
+    assert urlpaths.normpath("s3://b/a/../../x") == "s3://b/x"  # never above the bucket
+    assert urlpaths.normpath("s3://b") == "s3://b"

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import warehouse
-from warehouse import remote
+from warehouse import access, remote, urlpaths
 from warehouse.errors import ObjectStoreError, QueryError, StorageError
 from warehouse.store.storage import Store
 
@@ -188,7 +188,7 @@ def test_history_and_compact_on_a_remote_root(s3, env_for, tmp_path):
     # outside readers of the bucket's tables agree with the views
     import polars as pl
 
-    options = remote.resolve(None)
+    options = access.resolve(None)
     for table in ("responses", "turns"):
         uri = f"{root}/{table}"
         assert deltalake.DeltaTable(uri, storage_options=options).to_pyarrow_table().num_rows == before[table]
@@ -237,7 +237,7 @@ def test_a_wrong_key_against_a_remote_root_gives_one_clear_line(s3, roots, tmp_p
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
     assert "Traceback" not in r.stderr and "wrong-secret-value" not in r.stderr
-    _, bucket, _ = remote.split(url)
+    _, bucket, _ = urlpaths.split(url)
     assert "access denied" in lines[0] and f"bucket {bucket!r}" in lines[0] and "AWS_ACCESS_KEY_ID" in lines[0]
     assert r.stdout == ""
     assert list(tmp_path.iterdir()) == []

@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 import warehouse
-from warehouse import remote
+from warehouse import access, remote
 from warehouse.store.storage import Store
 
 from .conftest import Warehouse
@@ -33,7 +33,7 @@ def test_samples_from_a_bucket_into_a_bucket_give_the_tables_of_a_local_ingest(s
     assert store.remote and store.snapshot_numbers() == [1]
     assert not (tmp_path / "s3:").exists()
     # an outside Delta reader sees the rows the views show
-    options = remote.resolve(None)
+    options = access.resolve(None)
     responses = deltalake.DeltaTable(f"s3://{bucket}/wh/responses", storage_options=options).to_pyarrow_table()
     assert responses.num_rows == remote_wh.one("SELECT count(*) FROM raw.responses")
     # re-ingest: nothing changed, no new snapshot; the lease is gone after each run

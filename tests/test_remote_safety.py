@@ -2,7 +2,7 @@
 API server of test_remote: the lease and its takeover, errors on root writes, a writer killed mid-commit,
 two writer processes, the listings of the root.
 
-Time is driven through the lease's clock (``storage._now``) or its stored expiry, and the kill through a
+Time is driven through the lease's clock (``lease._now``) or its stored expiry, and the kill through a
 patched commit step in a subprocess: nothing here races the machine's speed.
 """
 
@@ -22,8 +22,9 @@ import pytest
 import warehouse
 from warehouse import remote
 from warehouse.errors import LeaseLost, LockedError, ObjectStoreError
-from warehouse.store import delta, storage
-from warehouse.store.storage import Lease, Store
+from warehouse.store import delta, lease, storage
+from warehouse.store.lease import Lease
+from warehouse.store.storage import Store
 
 from .conftest import REPO, Warehouse
 from .test_remote import SAMPLES, put
@@ -70,8 +71,8 @@ def test_a_lock_object_that_is_no_lease_is_taken_over(s3, bucket, body):
 
 def test_a_renewal_past_the_expiry_keeps_the_lease_only_if_nobody_took_it(s3, bucket, monkeypatch):
     clock = [1000.0]
-    monkeypatch.setattr(storage, "_now", lambda: clock[0])
-    monkeypatch.setattr(storage, "LEASE_SECONDS", 5.0)
+    monkeypatch.setattr(lease, "_now", lambda: clock[0])
+    monkeypatch.setattr(lease, "LEASE_SECONDS", 5.0)
     url = f"s3://{bucket}/wh/.warehouse/lock"
     paused = Lease(url, "wh")
     assert paused.try_take() is None
@@ -103,7 +104,7 @@ def test_a_lease_expiring_decades_ahead_is_shown_and_taken_over_once_nobody_rene
     the expiry are shown, and once the lease has not changed for a whole lease period it is taken over,
     while a live writer, renewing however wrong its clock, keeps it."""
     clock = [1_800_000_000.0]
-    monkeypatch.setattr(storage, "_now", lambda: clock[0])
+    monkeypatch.setattr(lease, "_now", lambda: clock[0])
     root = f"s3://{bucket}/wh"
     url = Store(root).lock_path
     decades = clock[0] + 30 * 365 * 86400
@@ -123,10 +124,10 @@ def test_a_lease_expiring_decades_ahead_is_shown_and_taken_over_once_nobody_rene
     waiter = Lease(url, root)
     assert waiter.try_take()["holder"] == "pid 7 on fast-clock"
     for _ in range(3):  # a live writer with the same wrong clock renews: never taken, however long we wait
-        clock[0] += storage.LEASE_SECONDS / 2
+        clock[0] += lease.LEASE_SECONDS / 2
         write({"expires": decades + clock[0]}, remote.read_versioned(url)[1])
         assert waiter.try_take() is not None
-    clock[0] += storage.LEASE_SECONDS + 1  # nobody renewed it for a whole lease period: its writer is gone
+    clock[0] += lease.LEASE_SECONDS + 1  # nobody renewed it for a whole lease period: its writer is gone
     assert waiter.try_take() is None
     assert orjson.loads(remote.read_versioned(url)[0])["token"] == waiter.me["token"]
     waiter.release()
@@ -451,7 +452,7 @@ def test_checks_reads_urls_as_remote_does():
     assert checks.root("S3://bucket/wh") == "S3://bucket/wh"
     with pytest.raises(warehouse.UsageError, match="not gs://"):
         checks.root("gs://bucket/wh")
-    assert not hasattr(checks, "URL")  # one URL pattern: remote.URL
+    assert not hasattr(checks, "URL")  # one URL pattern: urlpaths.URL
 
 
 def test_a_local_fault_during_a_run_into_a_remote_root_keeps_the_local_message():

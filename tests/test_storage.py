@@ -14,7 +14,8 @@ from deltalake import DeltaTable
 import warehouse
 from warehouse.errors import LockedError, StrictModeError
 from warehouse.reading.views import snapshot_files
-from warehouse.store.storage import RUN_ID, Store
+from warehouse.store.snapshots import RUN_ID
+from warehouse.store.storage import Store
 
 from .conftest import FIXTURES, Warehouse, normalize_rows, write_json
 

@@ -119,7 +119,7 @@ def ingest(
     the names deltalake and polars take; a dict, or ``KEY=VALUE`` strings as ``--storage-option``
     gives them) add to and override the AWS environment (docs/storage.md).
     """
-    from warehouse import checks, remote
+    from warehouse import access, checks
     from warehouse.run.runner import ingest as _ingest
 
     if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
@@ -148,7 +148,7 @@ def ingest(
         fast_paths=fast_paths,
         engine=engine,
         spark_master=spark_master,
-        storage_options=remote.canonical(storage_options),
+        storage_options=access.canonical(storage_options),
     )
 
 
@@ -172,12 +172,12 @@ def export(
     snapshot N (``warehouse.history`` lists them), default the latest. ``root`` may be an ``s3://`` URL
     (``storage_options`` as for ``ingest``); ``out`` is a local path.
     """
-    from warehouse import checks, remote
+    from warehouse import access, checks
     from warehouse.exports import export as _export
 
     return _export(checks.root(root), where, format, checks.local_path(out, "out"),
                    overwrite=overwrite, memory_limit=memory_limit, progress=progress, as_of=checks.as_of(as_of),
-                   storage_options=remote.canonical(storage_options))
+                   storage_options=access.canonical(storage_options))
 
 
 def tokenize(root: StrPath, tokenizer: StrPath, *, jobs: int | None = None, progress: bool = True,
@@ -185,13 +185,13 @@ def tokenize(root: StrPath, tokenizer: StrPath, *, jobs: int | None = None, prog
     """Add token ranges to an existing warehouse with a local tokenizer directory or a model id found in the
     local Hugging Face cache; see ``warehouse tokenize``.
     ``root`` may be an ``s3://`` URL (``storage_options`` as for ``ingest``)."""
-    from warehouse import checks, remote
+    from warehouse import access, checks
     from warehouse.run.runner import tokenize as _tokenize
 
     root = checks.root(root)
     checks.count(jobs, "jobs", least=1)
     return _tokenize(root, checks.directory_or_name(tokenizer, "tokenizer", TOKENIZER), jobs=jobs, progress=progress,
-                     storage_options=remote.canonical(storage_options))
+                     storage_options=access.canonical(storage_options))
 
 
 def view(

@@ -62,9 +62,9 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from warehouse.access import StorageOptions
 from warehouse.errors import QueryError, StorageError, UsageError
 from warehouse.reading.views import Snapshot, cursor, damage_error, open_snapshot, readable_hint
-from warehouse.remote import StorageOptions
 
 if TYPE_CHECKING:  # polars and pyarrow are imported where used, not at start-up
     import polars as pl

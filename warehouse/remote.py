@@ -46,158 +46,20 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
+from warehouse.access import WHAT_TO_CHECK, WHAT_TO_CHECK_WRITING, _true, canonical, resolve, scrub, translate
 from warehouse.errors import ObjectStoreError, Superseded, UsageError
+from warehouse.urlpaths import SCHEMES, is_url, normpath, split  # carve-back
 
-#: a URL scheme (s3://, gs://, https://, file://): not a local path
-URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-#: the schemes read through pyarrow.fs; only s3 is tested (against a local S3 API server)
-SCHEMES = ("s3", "gs", "gcs", "abfs", "abfss")
 #: bytes fetched per ranged GET when an object is read in order
 BUFFER_BYTES = 8 << 20
-
-#: storage option -> its other accepted spellings (object_store's aliases); keys are case-insensitive
-OPTIONS: dict[str, tuple[str, ...]] = {
-    "aws_access_key_id": ("access_key_id",),
-    "aws_secret_access_key": ("secret_access_key",),
-    "aws_session_token": ("session_token", "token", "aws_token"),
-    "aws_region": ("region", "aws_default_region", "default_region"),
-    "aws_endpoint_url": ("endpoint_url", "endpoint", "aws_endpoint"),
-    "aws_allow_http": ("allow_http",),
-    "aws_virtual_hosted_style_request": ("virtual_hosted_style_request",),
-}
-#: options whose values are never shown
-SECRETS = ("aws_secret_access_key", "aws_session_token")
-#: the environment variables read for each option, first found wins (storage options win over all)
-ENVIRONMENT = {
-    "aws_access_key_id": ("AWS_ACCESS_KEY_ID",),
-    "aws_secret_access_key": ("AWS_SECRET_ACCESS_KEY",),
-    "aws_session_token": ("AWS_SESSION_TOKEN",),
-    "aws_region": ("AWS_REGION", "AWS_DEFAULT_REGION"),
-    "aws_endpoint_url": ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"),
-    "aws_allow_http": ("AWS_ALLOW_HTTP",),
-    "aws_virtual_hosted_style_request": ("AWS_VIRTUAL_HOSTED_STYLE_REQUEST",),
-}
-#: storage options as a caller gives them: a dict, or ``KEY=VALUE`` strings as ``--storage-option`` does
-StorageOptions = Union[Mapping[str, Any], Iterable[str], None]
-_ALIASES = {alias: key for key, aliases in OPTIONS.items() for alias in (key, *aliases)}
-
-WHAT_TO_CHECK = (
-    "check the credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or --storage-option), "
-    "the endpoint (AWS_ENDPOINT_URL) and that they may read the bucket"
-)
-#: the same, for a write into a warehouse root
-WHAT_TO_CHECK_WRITING = WHAT_TO_CHECK.replace("may read the bucket", "may read and write the bucket")
 
 
 # --- URLs as paths ------------------------------------------------------------------
 
 
-def is_url(path: Any) -> bool:
-    return isinstance(path, str) and bool(URL.match(path))
-
-
-def split(url: str) -> tuple[str, str, str]:
-    """``s3://bucket/a/b`` -> ("s3", "bucket", "a/b")."""
-    scheme, _, rest = url.partition("://")
-    bucket, _, key = rest.partition("/")
-    return scheme.lower(), bucket, key
-
-
-def normpath(path: str) -> str:
-    """A path made absolute and normal: for a URL, ``..`` and ``//`` resolved inside the bucket
-    (never above it) and no trailing ``/``; for a local path, ``os.path.abspath``."""
-    if not is_url(path):
-        return os.path.abspath(path)
-    scheme, bucket, key = split(path)
-    key = posixpath.normpath("/" + key).lstrip("/") if key else ""
-    return f"{scheme}://{bucket}/{key}" if key else f"{scheme}://{bucket}"
-
-
 # --- options -----------------------------------------------------------------------
-
-
-def parse_options(pairs: Mapping[str, Any] | Iterable[str] | None) -> Mapping[str, Any]:
-    """Storage options as a mapping: a mapping as it is, ``--storage-option KEY=VALUE`` (repeated) as a dict."""
-    if pairs is None or isinstance(pairs, Mapping):
-        return pairs or {}
-    if isinstance(pairs, str):
-        pairs = [pairs]
-    out: dict[str, str] = {}
-    for pair in pairs:
-        key, eq, value = pair.partition("=")
-        if not eq or not key.strip():
-            raise UsageError(f"--storage-option {pair!r}: expected KEY=VALUE (e.g. aws_region=eu-west-1)")
-        out[key.strip()] = value
-    return out
-
-
-def canonical(options: Mapping[str, Any] | Iterable[str] | None) -> dict[str, str]:
-    """Storage options under their canonical names; an unknown name is a UsageError listing the known ones."""
-    out: dict[str, str] = {}
-    for name, value in parse_options(options).items():
-        key = _ALIASES.get(str(name).lower())
-        if key is None:
-            raise UsageError(
-                f"--storage-option {name}: unknown option; known: {', '.join(OPTIONS)} "
-                "(case-insensitive; the credentials profile is the environment's AWS_PROFILE)"
-            )
-        if not isinstance(value, (str, bool, int)):
-            raise UsageError(f"--storage-option {name}: the value must be text")
-        out[key] = str(value).lower() if isinstance(value, bool) else str(value)
-    return out
-
-
-def resolve(options: Mapping[str, Any] | None) -> dict[str, str]:
-    """The environment's options, overridden by ``options``."""
-    out = {}
-    for key, names in ENVIRONMENT.items():
-        for name in names:
-            if os.environ.get(name):
-                out[key] = os.environ[name]
-                break
-    out.update(canonical(options))
-    return out
-
-
-def _true(value: str | None) -> bool:
-    return (value or "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def translate(options: Mapping[str, str]) -> dict[str, Any]:
-    """Resolved options (``resolve``) as ``pyarrow.fs.S3FileSystem`` keyword arguments."""
-    kwargs: dict[str, Any] = {}
-    key_id, secret = options.get("aws_access_key_id"), options.get("aws_secret_access_key")
-    if bool(key_id) != bool(secret):
-        missing = "aws_secret_access_key (AWS_SECRET_ACCESS_KEY)" if key_id else "aws_access_key_id (AWS_ACCESS_KEY_ID)"
-        raise UsageError(f"object storage credentials: {missing} is missing; give both keys, or neither")
-    if key_id:
-        kwargs.update(access_key=key_id, secret_key=secret)
-        if options.get("aws_session_token"):
-            kwargs["session_token"] = options["aws_session_token"]
-    if options.get("aws_region"):
-        kwargs["region"] = options["aws_region"]
-    endpoint = options.get("aws_endpoint_url")
-    if endpoint:
-        scheme = endpoint.split("://", 1)[0].lower() if "://" in endpoint else "https"
-        if scheme == "http" and not _true(options.get("aws_allow_http")):
-            raise UsageError(
-                f"the endpoint {redact(endpoint, options)} is plain http: set AWS_ALLOW_HTTP=true (or --storage-option "
-                "aws_allow_http=true) to allow it, as deltalake and polars require too"
-            )
-        kwargs.update(endpoint_override=endpoint, scheme=scheme)
-    if _true(options.get("aws_virtual_hosted_style_request")):
-        kwargs["force_virtual_addressing"] = True
-    return kwargs
-
-
-#: the credentials a URL can carry: its userinfo (``scheme://user:password@host``) ...
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@'\"<>]*@")
-#: ... and a query parameter of a signed URL (``X-Amz-Signature``, ``X-Amz-Credential``, ``sig``, ``token``, ...)
-_SECRET_PARAMETER = re.compile(
-    r"(?i)([?&;][^=&\s'\"<>]*(?:signature|credential|security-token|token|secret|password|passwd|sig|key|auth)"
-    r"[^=&\s'\"<>]*=)[^&\s'\"<>]*")
 
 
 def redact(text: str, options: Mapping[str, str] | None = None) -> str:
@@ -205,30 +67,12 @@ def redact(text: str, options: Mapping[str, str] | None = None) -> str:
     value, and every secret value of ``options`` (default: this process's resolved storage options,
     the environment's included), replaced by ``***``. Every message that may name a URL or quote a
     library goes through it (and the command line's ``error:`` line once more)."""
-    text = _USERINFO.sub(r"\1***@", text)
-    text = _SECRET_PARAMETER.sub(r"\1***", text)
     if options is None:
         try:
             options = _resolved()
         except UsageError:  # options that cannot be used: the ones given are still to be hidden
             options = {**resolve(None), **(_options or {})}
-    for value in _secret_values(options):
-        text = text.replace(value, "***")
-    return text
-
-
-def _secret_values(options: Mapping[str, str]) -> list[str]:
-    """The secret option values, and the password of the endpoint's userinfo (as given and decoded)."""
-    from urllib.parse import unquote, urlsplit
-
-    values = [options.get(key) or "" for key in SECRETS]
-    endpoint = options.get("aws_endpoint_url") or ""
-    try:
-        password = urlsplit(endpoint).password or ""
-    except ValueError:
-        password = ""
-    values += [password, unquote(password)]
-    return sorted({v for v in values if len(v) >= 4}, key=len, reverse=True)  # the longest first: no partial leftovers
+    return scrub(text, options)
 
 
 def no_credentials(url: str) -> None:
@@ -833,11 +677,3 @@ def kind(url: str) -> str | None:
     return {pafs.FileType.File: "file", pafs.FileType.Directory: "dir"}.get(info.type)
 
 
-def inside(path: str, tree: str) -> bool:
-    """True when ``path`` (absolute, normalized) is ``tree`` or lies under it, by name.
-
-    By name, not by resolved symlinks: the walk follows the symlinks inside a tree, so
-    what it reaches through them is part of the tree; ``..`` is resolved by name first,
-    so it cannot climb out through a symlink.
-    """
-    return path == tree or path.startswith(tree.rstrip("/") + "/")

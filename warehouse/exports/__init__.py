@@ -29,13 +29,13 @@ from dataclasses import dataclass
 
 import duckdb
 
+from warehouse.access import StorageOptions
 from warehouse.errors import ExportError, QueryError, UsageError
 from warehouse.exports.where import sandbox, selection_sql
 from warehouse.exports.workspace import Workspace
 from warehouse.formatkit.exporter import ExportContext, ExportFormat
 from warehouse.reading.query import columns_hint, open_existing
 from warehouse.reading.views import damage_error
-from warehouse.remote import StorageOptions
 from warehouse.store.storage import Store
 
 #: DuckDB's memory for an export (``--memory-limit``); beyond it, it spills to a temporary

@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 import orjson
 
-from warehouse import remote
+from warehouse import remote, urlpaths
 
 Kind = Literal["file", "dir", "option", "refused"]
 
@@ -88,10 +88,10 @@ class Dependency:
         """True when it is not as recorded: the option has another value in ``settings``, the file or
         directory changed, appeared or went; or, refused, it lies inside ``tree`` (the source's tree now)."""
         if self.kind == "refused":
-            return bool(tree) and remote.inside(self.path, remote.normpath(tree))
+            return bool(tree) and urlpaths.inside(self.path, urlpaths.normpath(tree))
         if self.kind == "option":
             return settings.get(self.name) != self.value
-        if remote.is_url(self.path):  # an object or a prefix: from the run's listing when it covers it
+        if urlpaths.is_url(self.path):  # an object or a prefix: from the run's listing when it covers it
             found = remote.stat(self.path)
             if found is None:
                 return self.mtime_ns is not None

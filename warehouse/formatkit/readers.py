@@ -31,7 +31,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import orjson
 
-from warehouse import remote
+from warehouse import remote, urlpaths
 from warehouse.errors import RecordError, ReferenceRefused
 from warehouse.formatkit.dependencies import Dependency
 from warehouse.formatkit.records import Record
@@ -81,7 +81,7 @@ def open_regular(path: str) -> BinaryIO:
 
 def open_source(path: str) -> tuple[BinaryIO, int, int]:
     """(file, size, mtime_ns) of a regular local file or an object (a URL); OSError saying why not."""
-    if remote.is_url(path):
+    if urlpaths.is_url(path):
         return remote.open_file(path)
     f = open_regular(path)
     st = os.fstat(f.fileno())
@@ -89,8 +89,8 @@ def open_source(path: str) -> tuple[BinaryIO, int, int]:
 
 
 def normpath(path: str) -> str:
-    """A path made absolute and normal, ``..`` resolved by name; a URL stays a URL (``remote.normpath``)."""
-    return remote.normpath(path)
+    """A path made absolute and normal, ``..`` resolved by name; a URL stays a URL (``urlpaths.normpath``)."""
+    return urlpaths.normpath(path)
 
 
 def isdir(path: str) -> bool:
@@ -231,13 +231,13 @@ class SourceFile:
     def reference(self, path: str) -> str:
         """``path`` as read: absolute, ``..`` resolved by name; ReferenceRefused when it is
         outside the tree this file was found under (it came from the file's data)."""
-        if remote.is_url(path):
+        if urlpaths.is_url(path):
             p = normpath(path)
-        elif not remote.is_url(self.path):
+        elif not urlpaths.is_url(self.path):
             p = normpath(os.path.join(os.path.dirname(normpath(self.path)), path))
         else:  # inside a bucket: a path from the data resolves below the bucket, never on this machine
             p = normpath(os.path.dirname(self.path) + "/" + path) if not path.startswith("/") else path
-        if not remote.inside(p, self.tree):
+        if not urlpaths.inside(p, self.tree):
             self.dependencies.append(Dependency.refused(p, self.tree))
             raise ReferenceRefused(
                 f"{path} is outside {self.tree}, the path being ingested: a file is read only from inside "
@@ -259,7 +259,7 @@ class SourceFile:
         no file there.
         """
         path = self.reference(path) if from_data else normpath(path)
-        if remote.is_url(path):
+        if urlpaths.is_url(path):
             return self._read_object(path)
         try:
             with open_regular(path) as f:
@@ -349,7 +349,7 @@ class SourceFile:
         record limit, in bytes, are refused rather than listed).
         """
         path = self.reference(path)
-        if remote.is_url(path):
+        if urlpaths.is_url(path):
             try:
                 names = remote.list_dir(path)
             except OSError as e:

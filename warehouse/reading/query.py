@@ -11,12 +11,12 @@ from typing import IO, Any
 import duckdb
 
 from warehouse import checks, interrupt
+from warehouse.access import StorageOptions
 from warehouse.checks import SQL_FORMATS, STATS_FORMATS
 from warehouse.errors import QueryError
 from warehouse.formatkit.declared import TABLES
 from warehouse.reading.output import TABLE_ROWS, write_report, write_result
 from warehouse.reading.views import connect, damage_error
-from warehouse.remote import StorageOptions
 
 
 def open_existing(root: str | os.PathLike, as_of: int | None = None, storage_options: StorageOptions = None) -> duckdb.DuckDBPyConnection:

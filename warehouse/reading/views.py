@@ -23,12 +23,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from warehouse import remote
+from warehouse.access import StorageOptions
 from warehouse.errors import DamagedTable, StorageError, first_line
 from warehouse.formatkit.declared import TABLES
-from warehouse.remote import StorageOptions
 from warehouse.store import delta
 from warehouse.store.delta import Damage
-from warehouse.store.storage import SnapshotRecord, Store
+from warehouse.store.snapshots import SnapshotRecord
+from warehouse.store.storage import Store
 from warehouse.tables import Table, duckdb_type
 
 if TYPE_CHECKING:  # imported where a connection is made: every ingest imports this module, few need duckdb

@@ -17,10 +17,11 @@ from typing import NamedTuple
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from warehouse import remote
+from warehouse import remote, urlpaths
 from warehouse.formatkit.dependencies import DependsOn
-from warehouse.remote import inside
-from warehouse.store.storage import SnapshotRecord, Store
+from warehouse.store.snapshots import SnapshotRecord
+from warehouse.store.storage import Store
+from warehouse.urlpaths import inside
 
 
 class Comparison(NamedTuple):
@@ -89,7 +90,7 @@ class Catalog:
         """(st_dev, st_ino) -> catalogued path, for the catalogued files that are still there."""
         out = {}
         for path, entry in self.rows.items():
-            if entry.get("status") == "unreadable" or remote.is_url(path):  # an object's identity is its URL
+            if entry.get("status") == "unreadable" or urlpaths.is_url(path):  # an object's identity is its URL
                 continue
             try:
                 st = os.stat(path)
@@ -135,8 +136,8 @@ class Catalog:
         ingested through ``real/`` is under ``link/`` when ``link`` leads to ``real``. A given
         path that is gone itself (a deleted directory) still covers what was catalogued under it.
         """
-        given = {remote.normpath(p) for p in paths}
-        given |= {os.path.realpath(p) for p in given if not remote.is_url(p)}
+        given = {urlpaths.normpath(p) for p in paths}
+        given |= {os.path.realpath(p) for p in given if not urlpaths.is_url(p)}
         return {
             path for path in self.rows
             if path not in seen and any(inside(path, g) for g in given) and not remote.exists(path)
@@ -144,7 +145,7 @@ class Catalog:
 
     def covers(self, path: str) -> bool:
         """True when a catalogued file lies under ``path`` (which may be gone)."""
-        a = remote.normpath(path)
+        a = urlpaths.normpath(path)
         return any(inside(p, a) for p in self.rows)
 
     def asking_for(self, option: str) -> list[str]:

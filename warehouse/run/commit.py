@@ -44,7 +44,9 @@ from warehouse.run.damage import Mending, drop_new_log, set_aside_log
 from warehouse.run.worker import BatchResult
 from warehouse.store import delta
 from warehouse.store.delta import Part
-from warehouse.store.storage import RUN_ID, SnapshotRecord, Store, fsync
+from warehouse.store.files import fsync
+from warehouse.store.snapshots import RUN_ID, SnapshotRecord
+from warehouse.store.storage import Store
 from warehouse.store.writer import PARQUET_OPTIONS, column_encodings, open_parquet_writer
 from warehouse.tables import SOURCES
 

@@ -36,7 +36,8 @@ from warehouse.reading.views import PATH_FIELDS, damage_message, declared
 from warehouse.run.catalog import Catalog
 from warehouse.store import delta
 from warehouse.store.delta import Damage
-from warehouse.store.storage import DAMAGED, STATE_DIR, SnapshotRecord, Store
+from warehouse.store.snapshots import SnapshotRecord
+from warehouse.store.storage import DAMAGED, STATE_DIR, Store
 
 
 def check(store: Store, record: SnapshotRecord, say) -> tuple[dict[str, Damage], dict]:

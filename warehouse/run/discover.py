@@ -26,7 +26,7 @@ import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from warehouse import remote
+from warehouse import remote, urlpaths
 from warehouse.run.encodings import compressed_suffixes
 
 
@@ -78,8 +78,8 @@ def walk(
     seen_files: set[tuple[int, int]] = set()
     seen_urls: set[str] = set()
     for given in paths:
-        if remote.is_url(given):
-            yield from _walk_url(remote.normpath(given), suffixes, seen_urls, exclude if isinstance(exclude, str) else None)
+        if urlpaths.is_url(given):
+            yield from _walk_url(urlpaths.normpath(given), suffixes, seen_urls, exclude if isinstance(exclude, str) else None)
             continue
         path = os.path.abspath(given)
         if not _utf8(path):
@@ -110,7 +110,7 @@ def _walk_url(url: str, suffixes: tuple[str, ...], seen: set[str], exclude: str 
             continue
         if entry.url == url:  # named on its own: always looked at
             seen.add(entry.url)
-            yield Found(entry.url, entry.size, entry.mtime_ns, explicit=True, tree=remote.normpath(url.rsplit("/", 1)[0]))
+            yield Found(entry.url, entry.size, entry.mtime_ns, explicit=True, tree=urlpaths.normpath(url.rsplit("/", 1)[0]))
             continue
         below = entry.url[len(url) + 1:].split("/")
         if any(part.startswith(".") for part in below):

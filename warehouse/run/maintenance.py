@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from warehouse import checks
-from warehouse.remote import StorageOptions
+from warehouse.access import StorageOptions
 
 #: files replaced longer ago than this are deleted by ``compact`` (Delta's own default: 7 days);
 #: snapshots older than that may no longer be readable
@@ -125,7 +125,8 @@ def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, 
     from warehouse.run.damage import refuse
     from warehouse.run.runner import _said_in_one_line, open_for_writing, say
     from warehouse.store import delta
-    from warehouse.store.storage import SnapshotRecord, Store, new_run_id
+    from warehouse.store.snapshots import SnapshotRecord, new_run_id
+    from warehouse.store.storage import Store
 
     root = checks.root(root)
     checks.count(retention_hours, "retention_hours", least=0)

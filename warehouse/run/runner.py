@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass, field
 
-from warehouse import remote
+from warehouse import access, remote, urlpaths
 from warehouse.checks import option
 from warehouse.errors import (
     Interrupted,
@@ -45,7 +45,6 @@ from warehouse.formatkit.ingestor import JSON_SUFFIXES
 from warehouse.formatkit.registry import Registry
 from warehouse.progress import IngestProgress
 from warehouse.reading.views import PathFieldsAhead, read_existing_snapshot
-from warehouse.remote import inside
 from warehouse.run import damage
 from warehouse.run.catalog import Catalog
 from warehouse.run.commit import COMMITTED, Changes, CommitAhead, commit, repair
@@ -57,7 +56,9 @@ from warehouse.run.summary import IngestSummary
 from warehouse.run.worker import BatchIngest, BatchResult, BatchSpec, WorkItem
 from warehouse.store import delta
 from warehouse.store.delta import Damage
-from warehouse.store.storage import SnapshotRecord, Store, new_run_id
+from warehouse.store.snapshots import SnapshotRecord, new_run_id
+from warehouse.store.storage import Store
+from warehouse.urlpaths import inside
 
 #: runs smaller than this are ingested in-process (a pool costs more than it saves)
 INLINE_MAX_BYTES = 16 * 1024 * 1024
@@ -112,7 +113,7 @@ def ingest(
     existing = [p for p in paths if remote.exists(p)]  # once: on object storage each is a request
     for p in paths:
         if p not in existing and not prune:
-            what = "no object at or under it" if remote.is_url(p) else "no such file or directory"
+            what = "no object at or under it" if urlpaths.is_url(p) else "no such file or directory"
             raise UsageError(f"{remote.redact(p)}: {what} (if it was ingested and is gone, --prune removes its rows)")
     store = Store(root)
     if "%" in str(store.root):
@@ -160,7 +161,7 @@ def ingest(
             options=settings,
             fast_paths=fast_paths,
             # resolved here: a worker process may not have this process's environment (a forkserver started earlier)
-            storage_options=remote.resolve(storage_options) if store.remote or any(map(remote.is_url, paths)) else {},
+            storage_options=access.resolve(storage_options) if store.remote or any(map(urlpaths.is_url, paths)) else {},
         )
         results: list[BatchResult] = []
         if work.unreachable:
@@ -272,7 +273,7 @@ def _what_to_read(paths: Sequence[str], existing: list[str], store: Store, catal
     work.gone = catalog.gone(paths, seen)
     # Files built from a file that changed (or went) are ingested again too, walked or not.
     scheduled = {i.path for i in work.items}
-    walked_dirs = [remote.normpath(p) for p in existing if remote.isdir(p)]
+    walked_dirs = [urlpaths.normpath(p) for p in existing if remote.isdir(p)]
     for path in sorted((catalog.dependents(scheduled | work.gone) | reread) - scheduled - work.gone):
         if remote.isfile(path):
             if path in unchanged:  # counted once: as ingested again, not as unchanged too
@@ -421,7 +422,7 @@ def _said_os_error(store: Store, e: Exception, doing: str) -> None:
         named = _FILE_IN_ERROR.search(str(e))
         code = int(said.group(1))
         e = OSError(code, os.strerror(code), *([named.group(1)] if named else []))
-    if remote.is_url(e.filename):  # an object the run's own checks could not stat
+    if urlpaths.is_url(e.filename):  # an object the run's own checks could not stat
         raise ObjectStoreError(f"{e.strerror} ({_state(store)})") from None
     # A write into the remote root refused (a worker's Parquet put, the catalog's): the library names
     # no local file. A local file's fault (a full temporary disk) keeps the local message below.

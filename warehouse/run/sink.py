@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import orjson
 import pyarrow as pa
 
-from warehouse import remote
+from warehouse import remote, urlpaths
 from warehouse.errors import InvalidBatch, RecordError, StrictFailure, StrictStop, UsageError
 from warehouse.formatkit.declared import TABLES
 from warehouse.formatkit.ingestor import Ingestor
@@ -102,7 +102,7 @@ class RecordSink:
         that is quarantined with its text (``realpath`` costs a system call per path segment)."""
         if path not in self._outside:
             tree = self._trees.get(path)
-            if tree is None or remote.is_url(path):
+            if tree is None or urlpaths.is_url(path):
                 self._outside[path] = None
             else:
                 top, real = os.path.realpath(tree), os.path.realpath(path)

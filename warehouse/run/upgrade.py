@@ -20,7 +20,8 @@ from warehouse.formatkit.declared import TABLES
 from warehouse.reading.views import PATH_FIELDS, materialize_path_fields, path_fields_sql_hash
 from warehouse.store import delta
 from warehouse.store.delta import Part
-from warehouse.store.storage import LEGACY_MANIFEST, SnapshotRecord, Store, new_run_id
+from warehouse.store.snapshots import SnapshotRecord, new_run_id
+from warehouse.store.storage import LEGACY_MANIFEST, Store
 
 LEGACY_FORMAT = 1
 

@@ -21,7 +21,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from warehouse import remote
+from warehouse import remote, urlpaths
 from warehouse.errors import RecordError, StrictFailure, StrictStop, UsageError
 from warehouse.formatkit.dependencies import DependsOn
 from warehouse.formatkit.ingestor import JSON_SUFFIXES, Ingestor
@@ -119,7 +119,7 @@ class BatchIngest:
     # --- entry point ----------------------------------------------------------
 
     def run(self) -> BatchResult:
-        if self.spec.storage_options or any(remote.is_url(i.path) for i in self.spec.items):
+        if self.spec.storage_options or any(urlpaths.is_url(i.path) for i in self.spec.items):
             remote.configure(self.spec.storage_options)  # in a worker process: the run's options
         try:
             for item in self.spec.items:
@@ -392,12 +392,12 @@ class BatchIngest:
 
 
 def _tree_of(item: WorkItem) -> str:
-    return remote.normpath(item.tree) if item.tree else os.path.dirname(item.path)
+    return urlpaths.normpath(item.tree) if item.tree else os.path.dirname(item.path)
 
 
 def _stat(path: str) -> tuple[int, int]:
     """(size, mtime_ns) of a file or an object, without opening it; OSError when it is not there."""
-    if not remote.is_url(path):
+    if not urlpaths.is_url(path):
         st = os.stat(path)
         return st.st_size, st.st_mtime_ns
     found = remote.stat(path)

@@ -22,9 +22,9 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from warehouse.access import StorageOptions
 from warehouse.formatkit.declared import TABLES
 from warehouse.reading.views import snapshot_files, view_statements
-from warehouse.remote import StorageOptions
 from warehouse.spark.translate import raw_name, to_spark
 from warehouse.spark.types import spark_schema, spark_type
 from warehouse.tables import Table
@@ -47,12 +47,12 @@ def register(spark: SparkSession, root: str | os.PathLike, *, as_of: int | None 
     read by the Python data source of ``warehouse.spark.source`` (no S3 connector JAR needed); a local
     root by Spark's own Parquet reader, or the Delta connector when the session has it.
     """
-    from warehouse import checks, remote
+    from warehouse import checks, remote, urlpaths
 
     names = []
     as_of = checks.as_of(as_of)
     remote.configure_for(root, storage_options)
-    if remote.is_url(os.fspath(root)):
+    if urlpaths.is_url(os.fspath(root)):
         from warehouse.spark.source import frame
 
         files = snapshot_files(root, as_of=as_of)

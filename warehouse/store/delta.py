@@ -115,9 +115,9 @@ def is_delta_error(e: BaseException) -> bool:
 
 
 def is_table(uri: str) -> bool:
-    from warehouse import remote
+    from warehouse import remote, urlpaths
 
-    if remote.is_url(uri):
+    if urlpaths.is_url(uri):
         return "_delta_log" in remote.list_folders(uri)
     return os.path.isdir(os.path.join(uri, "_delta_log"))
 
@@ -198,13 +198,13 @@ def vacuum(table, uri: str, *, retention_hours: int, keep_version: int, commit_p
     deleted here, opened folder by folder from the table's without following a link (``O_NOFOLLOW``):
     a link on the way, or at the file, is left alone and reported. A bucket has no links.
     """
-    from warehouse import remote
+    from warehouse import remote, urlpaths
 
     options = dict(retention_hours=retention_hours, enforce_retention_duration=False, full=True,
                    keep_versions=[keep_version], commit_properties=commit_properties)
     # deltalake names a replaced file as long as the log remembers it, deleted or not: only the files
     # still there count (and on a bucket, a vacuum, a new Delta version, only when there is one)
-    if remote.is_url(uri):
+    if urlpaths.is_url(uri):
         doomed = [rel for rel in table.vacuum(dry_run=True, **options) if remote.exists(f"{uri}/{rel}")]
         if doomed:
             table.vacuum(dry_run=False, **options)
@@ -432,7 +432,7 @@ def _listing(folder: str) -> dict[str, int] | None:
     """name -> size of the files right in ``folder`` (local or an object prefix); None when it does not exist."""
     import pyarrow.fs as pafs
 
-    from warehouse import remote
+    from warehouse import remote, urlpaths
 
     fs, path = remote.fs_path(folder)
     try:
@@ -440,7 +440,7 @@ def _listing(folder: str) -> dict[str, int] | None:
     except FileNotFoundError:
         return None
     except OSError as e:
-        if remote.is_url(folder):
+        if urlpaths.is_url(folder):
             raise remote.run_error(folder, e) from None
         raise
     if not infos and fs.get_file_info(path).type == pafs.FileType.NotFound:
@@ -449,9 +449,9 @@ def _listing(folder: str) -> dict[str, int] | None:
 
 
 def _read(path: str) -> bytes | None:
-    from warehouse import remote
+    from warehouse import remote, urlpaths
 
-    if remote.is_url(path):
+    if urlpaths.is_url(path):
         return remote.read_object(path)
     try:
         with open(path, "rb") as f:
@@ -501,7 +501,7 @@ def _commit_damage(data: bytes | None) -> str | None:
 
 def diagnose(root: str, table: str, version: int, error: BaseException | None = None) -> Damage:
     """What keeps ``table`` (under ``root``) from being read at ``version``, looking at its log's files."""
-    from warehouse import remote
+    from warehouse import access, remote
 
     uri = f"{root}/{table}"
     rel_log = f"{table}/{LOG}"
@@ -548,7 +548,7 @@ def diagnose(root: str, table: str, version: int, error: BaseException | None = 
             if wrong:
                 return Damage(table, BEYOND, f"commit {v} of its Delta log, after the version the snapshot pins "
                                              f"({version}), {wrong}", f"{rel_log}/{v:020d}.json")
-    said = "" if error is None else f": {remote.scrub(first_line(error), remote.resolve(None))}"
+    said = "" if error is None else f": {remote.scrub(first_line(error), access.resolve(None))}"
     return Damage(table, UNKNOWN, f"its Delta log cannot be read{said}", rel_log)
 
 
@@ -644,12 +644,12 @@ def mend(root: str, damage: Damage) -> str:
 
 
 def _write(path: str, data: bytes) -> None:
-    from warehouse import remote
+    from warehouse import remote, urlpaths
 
-    if remote.is_url(path):
+    if urlpaths.is_url(path):
         remote.create_object(path, data)
         return
-    from warehouse.store.storage import create_if_absent
+    from warehouse.store.files import create_if_absent
 
     create_if_absent(Path(path), data)
 

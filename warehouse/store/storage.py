@@ -20,128 +20,34 @@ between two table commits is invisible to it; the next run repairs the tables
 
 from __future__ import annotations
 
-import datetime as dt
 import errno
 import os
-import re
-import secrets
-import stat
 import sys
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
 
-from warehouse import remote
+from warehouse import remote, urlpaths
 from warehouse.errors import LeaseLost, LockedError, NotASnapshot, ObjectStoreError, StorageError
+from warehouse.store import lease as leases
+from warehouse.store.files import create_if_absent, fsync, not_a_link, open_regular, rmdir_if_empty
+from warehouse.store.lease import Lease, holder_of
+from warehouse.store.snapshots import RUN_ID, SnapshotRecord, new_run_id
 
 STATE_DIR = ".warehouse"
 SNAPSHOTS = "snapshots"
 #: where a damaged snapshot is set aside (``Store.set_aside``), under the state folder
 DAMAGED = "damaged"
-#: the version of this layout, in every snapshot; the layout before it (``manifest.json``) is 1
-FORMAT_VERSION = 2
 LEGACY_MANIFEST = "manifest.json"
-#: a run id: UTC time to the millisecond and 4 random hex digits; every file of a run starts with it
-RUN_ID = re.compile(r"^\d{8}T\d{9}Z-[0-9a-f]{4}")
-
-
-def new_run_id() -> str:
-    now = dt.datetime.now(dt.timezone.utc)
-    return now.strftime("%Y%m%dT%H%M%S") + f"{now.microsecond // 1000:03d}Z-{secrets.token_hex(2)}"
-
-
-@dataclass
-class SnapshotRecord:
-    """One warehouse snapshot: what ``.warehouse/snapshots/<number>.json`` holds.
-
-    ``tables``: ``{table: {"version": Delta version, "columns": [columns some live file has]}}``
-    (the columns let the views read files written before a column was declared).
-    ``did``: what the run did (``files_ingested``, ``files_replaced``, ``files_pruned``,
-    ``rows_added`` / ``rows_removed`` per table), for ``warehouse history``.
-    """
-
-    number: int = 0
-    time: str = ""
-    run_id: str | None = None
-    operation: str = "ingest"
-    did: dict = field(default_factory=dict)
-    tables: dict[str, dict] = field(default_factory=dict)
-    #: the SHA-256 of the SQL ``path_fields`` was materialised with
-    path_fields_sql: str | None = None
-    #: run options remembered between runs (e.g. the tokenizer directory)
-    settings: dict = field(default_factory=dict)
-
-    def version(self, table: str) -> int | None:
-        t = self.tables.get(table)
-        return None if t is None else t["version"]
-
-    def to_json(self) -> dict:
-        return {
-            "format_version": FORMAT_VERSION, "snapshot": self.number, "time": self.time, "run_id": self.run_id,
-            "operation": self.operation, "did": self.did, "tables": self.tables,
-            "path_fields_sql": self.path_fields_sql, "settings": self.settings,
-        }
-
-    @classmethod
-    def from_json(cls, d, where: str, number: int) -> "SnapshotRecord":
-        """The snapshot in ``d`` (the parsed file ``where``, snapshot ``number``); a file that is not one
-        (written by hand or by something else, or damaged) raises ``NotASnapshot`` saying what is wrong."""
-        if isinstance(d, dict) and isinstance(d.get("format_version"), int) and d["format_version"] > FORMAT_VERSION:
-            raise StorageError(
-                f"{where}: warehouse format {d['format_version']!r}, this version reads {FORMAT_VERSION}; "
-                "upgrade the warehouse package"
-            )
-        wrong = _not_a_snapshot(d, number)
-        if wrong:
-            raise NotASnapshot(where, number, wrong)
-        return cls(number=d["snapshot"], time=d["time"], run_id=d.get("run_id"), operation=d.get("operation", ""),
-                   did=d.get("did", {}), tables=d["tables"], path_fields_sql=d.get("path_fields_sql"),
-                   settings=d.get("settings", {}))
-
-
-#: what a table may be called in a snapshot: a name, never a path (the tables are folders of the root)
-TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-#: the fields of a snapshot and the types they hold (None: may be null)
-_FIELDS = {"time": (str,), "run_id": (str, type(None)), "operation": (str,), "did": (dict,),
-           "path_fields_sql": (str, type(None)), "settings": (dict,)}
-
-
-def _not_a_snapshot(d, number: int) -> str | None:
-    """What makes ``d`` no snapshot ``number`` (None: it is one)."""
-    if not isinstance(d, dict):
-        return f"holds a JSON {type(d).__name__.replace('NoneType', 'null').replace('dict', 'object')}, not a snapshot object"
-    if d.get("format_version") != FORMAT_VERSION:
-        return f"its format_version is {d.get('format_version')!r}, not {FORMAT_VERSION}"
-    if d.get("snapshot") != number or type(d.get("snapshot")) is not int:
-        return f"it says it is snapshot {d.get('snapshot')!r}, not {number}"
-    for name, types in _FIELDS.items():
-        if name in d and not isinstance(d[name], types):
-            return f"its {name!r} is {d[name]!r}"
-    if "time" not in d:
-        return "it has no 'time'"
-    tables = d.get("tables")
-    if not isinstance(tables, dict):
-        return "it has no 'tables' object" if tables is None else f"its 'tables' is {type(tables).__name__}, not an object"
-    for name, pin in tables.items():
-        if not TABLE_NAME.match(name):
-            return f"it names a table {name!r}, which is no table name (a table is a folder of the root, named by a word)"
-        version = pin.get("version") if isinstance(pin, dict) else None
-        if type(version) is not int or version < 0:
-            return f"its table {name} has version {version!r}, not a Delta version (a whole number from 0)"
-        columns = pin.get("columns", [])
-        if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
-            return f"its table {name} has columns {columns!r}, not a list of names"
-    return None
 
 
 class Store:
     """A warehouse root: a local directory, or (``RemoteStore``) a URL on object storage."""
 
     def __new__(cls, root: str | os.PathLike = "."):
-        if cls is Store and isinstance(root, str) and remote.is_url(root):
+        if cls is Store and isinstance(root, str) and urlpaths.is_url(root):
             return super().__new__(RemoteStore)
         return super().__new__(cls)
 
@@ -310,7 +216,7 @@ class Store:
             try:
                 path.parent.mkdir(exist_ok=True)
                 not_a_link(path.parent)
-                fd = _open_regular(path, os.O_RDWR | os.O_CREAT)
+                fd = open_regular(path, os.O_RDWR | os.O_CREAT)
             except FileNotFoundError:  # the root was removed (forget) since mkdir: make it again
                 continue
             try:
@@ -391,7 +297,7 @@ class Store:
                 f.unlink(missing_ok=True)
         for d in self.root.iterdir() if self.root.is_dir() else ():
             if not d.name.startswith(".") and d.is_dir():
-                _rmdir_if_empty(d)  # a table folder the run made and left empty
+                rmdir_if_empty(d)  # a table folder the run made and left empty
         for stale in (self.state_dir / SNAPSHOTS).glob(".*.tmp"):
             stale.unlink(missing_ok=True)
 
@@ -403,69 +309,14 @@ class Store:
             return
         if self._held is None or self._lock_is_ours():  # never the lock file of a writer that came in meanwhile
             self.lock_path.unlink(missing_ok=True)
-        _rmdir_if_empty(self.state_dir / SNAPSHOTS)
-        _rmdir_if_empty(self.state_dir)
+        rmdir_if_empty(self.state_dir / SNAPSHOTS)
+        rmdir_if_empty(self.state_dir)
         if created is None:
             return
         d = str(self.root)
         while len(d) >= len(created) and d.startswith(created):
-            _rmdir_if_empty(Path(d))
+            rmdir_if_empty(Path(d))
             d = os.path.dirname(d)
-
-
-def create_if_absent(path: Path, data: bytes) -> None:
-    """Write ``data`` at ``path`` in one step, unless ``path`` exists (then FileExistsError).
-
-    The one conditional write of the warehouse: a snapshot is created whole or not at all,
-    and never replaces another (on object storage this is a conditional put).
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    not_a_link(path.parent)
-    tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
-    tmp.unlink(missing_ok=True)  # a stale one of a dead run with this pid, or a link planted there (never followed)
-    with open(_open_regular(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL), "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    try:
-        os.link(tmp, path)  # fails if path exists: never overwrites
-    finally:
-        tmp.unlink(missing_ok=True)
-    fsync(path.parent)
-
-
-def not_a_link(path: Path) -> None:
-    """StorageError when ``path`` (a folder of the warehouse's own state) is a symbolic link: what the
-    warehouse writes there would land wherever it points."""
-    if os.path.islink(path):
-        raise _a_link(path)
-
-
-def _a_link(path: Path) -> StorageError:
-    try:
-        target = f" (to {os.readlink(path)})"
-    except OSError:
-        target = ""
-    return StorageError(f"{path}: is a symbolic link{target}; the warehouse never follows one in its own files "
-                        f"(it could point anywhere): remove it (rm {path}) and run again")
-
-
-def _open_regular(path: Path, flags: int) -> int:
-    """A file of the warehouse's own state opened without following a link at its name, refused when it
-    is not a regular file (a FIFO, a device): a link planted there (to a victim, or dangling) would have
-    the run truncate or create a file anywhere."""
-    try:
-        fd = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0), 0o644)
-    except OSError as e:
-        if e.errno == errno.ELOOP or os.path.islink(path):
-            raise _a_link(path) from None
-        raise
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise StorageError(f"{path}: is not a regular file (a FIFO, socket or device?); remove it (rm {path}) "
-                           "and run again")
-    os.set_blocking(fd, True)
-    return fd
 
 
 def _committed_meanwhile(store: "Store", number: int) -> "LeaseLost":
@@ -478,211 +329,7 @@ def _committed_meanwhile(store: "Store", number: int) -> "LeaseLost":
     )
 
 
-def _rmdir_if_empty(path: Path) -> None:
-    try:
-        path.rmdir()
-    except OSError:  # not empty, or gone: either way nothing of ours to remove
-        pass
-
-
-def fsync(path: str | os.PathLike) -> None:
-    """Make a file's data, or a directory's entries, durable."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-
 # --- a root on object storage ------------------------------------------------------------------
-
-#: how long a writer's lease on a remote root lasts without renewal; renewed every third of it
-LEASE_SECONDS = 60.0
-#: how often a waiting writer looks at the lease again
-LEASE_POLL_SECONDS = 1.0
-
-
-def _now() -> float:
-    """The clock leases are judged by (one name, so tests can drive time without sleeping)."""
-    return time.time()
-
-
-class Lease:
-    """A writer's lease on a remote root: the object ``.warehouse/lock``.
-
-    It holds ``{"holder", "token", "expires"}`` (or ``"released": true``). Every change is a
-    conditional put on what was read, so two writers can never both believe they hold it:
-
-    * taking it: create the object if there is none (``If-None-Match: *``), else replace a
-      released or expired lease only if it is still the version read (``If-Match: <ETag>``);
-      of two takers of one stale lease exactly one succeeds. Expired: past its expiry, or seen
-      unchanged for longer than ``LEASE_SECONDS`` by the taker's clock (``_unrenewed``: an
-      expiry decades ahead, from a writer with a wrong clock, must not hold the root for ever);
-    * renewing (a thread, every third of ``LEASE_SECONDS``, and before each commit step:
-      ``check``): replace it only if it is still the version this run last wrote;
-    * releasing: replace it with a released lease, on the same condition. The object stays:
-      object_store (obstore) has no conditional delete, and an unconditional one could delete
-      the lease of a writer that took over meanwhile. Only a run that leaves no warehouse deletes
-      it (``forget``), right after renewing it: nobody can take it over for ``LEASE_SECONDS`` then.
-
-    A renewal that finds another version means the lease was taken over: ``lost`` says by
-    whom, and ``check`` raises LeaseLost.
-    """
-
-    def __init__(self, url: str, root: str):
-        import socket
-        import threading
-
-        self.url, self.root = url, root
-        self.me = {"holder": f"pid {os.getpid()} on {socket.gethostname()}", "token": secrets.token_hex(8)}
-        self.e_tag: str | None = None
-        self.lost: str | None = None  # who holds it now, once a renewal found it taken over
-        self._mutex = threading.Lock()  # the renewing thread and check() take turns
-        #: another writer's lease as this one last read it (bytes and ETag), and since when it has not changed
-        self._watched: tuple[tuple[bytes, str | None], float] | None = None
-
-    def _body(self, **extra) -> bytes:
-        return orjson.dumps({**self.me, "expires": _now() + LEASE_SECONDS, **extra})
-
-    def try_take(self) -> dict | None:
-        """Take the lease if it is free, released or expired (None); else the holder's lease as read."""
-        try:
-            self.e_tag = remote.create_object(self.url, self._body())
-            return None
-        except FileExistsError:
-            pass
-        found = remote.read_versioned(self.url)
-        if found is None:
-            return self.try_take()  # deleted since we tried to create it (by hand, or an older version): again
-        if self._adopt(found):
-            return None
-        other = _parse_lease(found[0])
-        if other.get("released") or other.get("expires", 0) < _now() or self._unrenewed(found):
-            # A released lease, or one its writer stopped renewing (it died). Take it over.
-            if self.take(found[1]):
-                return None
-            found = remote.read_versioned(self.url)  # another taker won: say who holds it now
-            other = _parse_lease(found[0]) if found else {}
-        return other
-
-    def _unrenewed(self, found: tuple[bytes, str | None]) -> bool:
-        """The lease as read has not changed for longer than a lease lasts, by this writer's own clock.
-
-        A lease's expiry is the holder's clock's: a writer whose clock is decades fast writes a lease
-        that never expires by ours, and would block every writer for ever. A live holder renews every
-        third of ``LEASE_SECONDS``, whatever its clock, so a lease unchanged for longer is nobody's."""
-        now = _now()
-        if self._watched is None or self._watched[0] != found:
-            self._watched = (found, now)
-        return now - self._watched[1] > LEASE_SECONDS
-
-    def take(self, e_tag: str | None) -> bool:
-        """Replace the lease read as version ``e_tag`` with ours; False when it changed since."""
-        try:
-            self.e_tag = remote.replace_object(self.url, self._body(), e_tag)
-            return True
-        except remote.Superseded:
-            return False
-
-    def _adopt(self, found: tuple[bytes, str | None] | None) -> bool:
-        """Whether the lease as read (``read_versioned``) is this run's live lease; if so its ETag is
-        the one later puts are conditional on. A put of ours can land while its reply is lost (a
-        timeout; or the client retried it and the retry was refused because the first attempt had
-        landed): the object is then ours under an ETag we never saw."""
-        if found is None:
-            return False
-        lease = _parse_lease(found[0])
-        if lease.get("token") != self.me["token"] or lease.get("released"):
-            return False
-        self.e_tag = found[1]
-        return True
-
-    def _replace(self, body: bytes) -> str | None:
-        """Replace our lease with ``body`` if it is still ours: None, else who holds it now."""
-        while True:
-            tried = self.e_tag
-            try:
-                self.e_tag = remote.replace_object(self.url, body, tried)
-                return None
-            except remote.Superseded:
-                found = remote.read_versioned(self.url)
-                if found is not None and found[1] != tried and self._adopt(found):
-                    continue  # ours under an ETag we never saw: the put again, on that one
-                return _parse_lease(found[0]).get("holder", "another writer") if found else "nobody (it was deleted)"
-
-    def renew(self) -> None:
-        """Push the expiry ``LEASE_SECONDS`` ahead, if the lease is still ours."""
-        with self._mutex:
-            if self.lost is None:
-                self.lost = self._replace(self._body())
-
-    def check(self) -> None:
-        """Before a commit step: renew now; LeaseLost when the lease is another writer's."""
-        self.renew()
-        if self.lost is not None:
-            raise LeaseLost(
-                f"{self.root}: this run's lease ({self.url}) was taken over by {self.lost}: the run was not heard "
-                f"from for over {LEASE_SECONDS:g} s (paused, or cut off from the store), so the root was given to "
-                "another writer; nothing of this run was committed (the new holder repairs the tables): run again"
-            )
-
-    def forget(self) -> None:
-        """Delete the lease, if it is still ours: renewed first, so for ``LEASE_SECONDS`` nobody can have
-        taken it over, and the unconditional delete is of this run's lease. Nothing is renewed or
-        released after it (a writer waiting creates its own)."""
-        with self._mutex:
-            if self.lost is None:
-                self.lost = self._replace(self._body())
-            if self.lost is None:
-                remote.delete_object(self.url)
-                self.lost = "nobody (this run deleted it, leaving no warehouse)"
-
-    def release(self) -> None:
-        """Mark the lease released, if it is still ours (taken over at the very end, it is the new holder's)."""
-        with self._mutex:
-            if self.lost is None:
-                self._replace(self._body(released=True, expires=0))
-
-
-def _holder(lease: dict) -> str:
-    """Who holds a lease and until when, as a message says it; an expiry further ahead than a lease
-    lasts is said to be wrong (the holder's clock, or a lease written by hand)."""
-    holder, expires = lease.get("holder", "another writer"), lease.get("expires", 0)
-    try:
-        when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(expires))
-    except (OverflowError, OSError, ValueError):
-        when = f"at {expires!r}"
-    ahead = expires - _now()
-    if ahead <= LEASE_SECONDS + LEASE_POLL_SECONDS:
-        return f"{holder}, lease expires {when}"
-    return (f"{holder}, lease expires {when}: {_span(ahead)} ahead, more than a lease lasts ({LEASE_SECONDS:g} s), so "
-            "the holder's clock is wrong or the lease was written by hand; it is taken over once it has not "
-            "changed for that long")
-
-
-def _span(seconds: float) -> str:
-    if seconds >= 1000 * 365 * 86400:
-        return "over 1,000 years"
-    for unit, size in (("years", 365 * 86400), ("days", 86400), ("hours", 3600), ("minutes", 60)):
-        if seconds >= 2 * size:
-            return f"{seconds / size:.0f} {unit}"
-    return f"{seconds:.0f} s"
-
-
-def _parse_lease(data: bytes) -> dict:
-    """The lease as read; one that is not a lease (not JSON, no numeric expiry: written by hand or by
-    something else) counts as expired, so a writer takes it over instead of failing on it."""
-    try:
-        lease = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        lease = None
-    if not isinstance(lease, dict):
-        return {"holder": "an unreadable lease", "expires": 0}
-    expires = lease.get("expires")
-    if isinstance(expires, bool) or not isinstance(expires, (int, float)):
-        lease["expires"] = 0
-    return lease
 
 
 class RootURL(str):
@@ -718,7 +365,7 @@ class RemoteStore(Store):
     _lease: "Lease | None" = None
 
     def __init__(self, root: str):
-        self.root = RootURL(remote.normpath(root))
+        self.root = RootURL(urlpaths.normpath(root))
 
     # --- snapshots ---------------------------------------------------------
 
@@ -797,21 +444,21 @@ class RemoteStore(Store):
         lease = Lease(self.lock_path, str(self.root))
         announced = False
         while (other := lease.try_take()) is not None:
-            holder = _holder(other)
+            holder = holder_of(other)
             if not wait:
                 raise LockedError(
                     f"{self.root} is being written by {holder}; run again once it has finished, or without "
-                    f"--no-wait to wait for it (a lease nobody renews is taken over after {LEASE_SECONDS:g} s; if "
+                    f"--no-wait to wait for it (a lease nobody renews is taken over after {leases.LEASE_SECONDS:g} s; if "
                     f"no writer runs, `aws s3 rm {self.lock_path}` clears it)"
                 )
             if announce and not announced:
                 announce(f"waiting for the ingest holding {self.lock_path} ({holder}) to finish...")
                 announced = True
-            time.sleep(LEASE_POLL_SECONDS)
+            time.sleep(leases.LEASE_POLL_SECONDS)
         stop = threading.Event()
 
         def renew() -> None:
-            while not stop.wait(LEASE_SECONDS / 3):
+            while not stop.wait(leases.LEASE_SECONDS / 3):
                 try:
                     lease.renew()
                 except Exception:  # noqa: BLE001 - the store unreachable for a moment: the next renewal tries again
@@ -833,7 +480,7 @@ class RemoteStore(Store):
                 # The run's outcome stands (its commit, or its own error): a lease left unreleased only
                 # makes the next writer wait until it lapses.
                 print(f"warning: {e}; the lease was not released: the next writer waits until it lapses, "
-                      f"within {LEASE_SECONDS:g} s", file=sys.stderr, flush=True)
+                      f"within {leases.LEASE_SECONDS:g} s", file=sys.stderr, flush=True)
 
     def check_lock(self) -> None:
         if self._lease is not None:

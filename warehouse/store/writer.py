@@ -229,10 +229,10 @@ def open_parquet_writer(path: str, schema: pa.Schema, first: pa.Table | None = N
     """A ParquetWriter at a local path (its folder made) or at a URL (a remote root: through pyarrow.fs).
     ``first``: the rows about to be written, to choose the columns worth a dictionary from;
     ``encodings``: Parquet column paths written in an encoding of their own (``column_encodings``)."""
-    from warehouse import remote
+    from warehouse import remote, urlpaths
 
     fs, where = remote.fs_path(path)
-    if not remote.is_url(path):
+    if not urlpaths.is_url(path):
         os.makedirs(os.path.dirname(path), exist_ok=True)
     options = dict(PARQUET_OPTIONS)
     encodings = {leaf: e for leaf, e in (encodings or {}).items() if leaf.split(".")[0] in schema.names}

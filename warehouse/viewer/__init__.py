@@ -17,7 +17,7 @@ import html
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from warehouse.remote import StorageOptions
+    from warehouse.access import StorageOptions
     from warehouse.viewer.data import Reader
 
 #: the iframe a notebook shows the file in: scripts run, but in an origin of their own (no
@@ -100,7 +100,7 @@ def view(root, where: str | None = None, *, as_of: int | None = None, port: int 
          out=None, limit: int | None = None, storage_options: StorageOptions = None) -> View:
     """The responses matching ``where`` (SQL on ``responses``, checked and sandboxed as ``export``'s), as a
     ``View``; with ``out``, the page is written there too. See ``warehouse.view``."""
-    from warehouse import checks, remote
+    from warehouse import access, checks
     from warehouse.errors import UsageError
     from warehouse.viewer.data import Reader
 
@@ -113,7 +113,7 @@ def view(root, where: str | None = None, *, as_of: int | None = None, port: int 
     target = None if out is None else check_out(checks.local_path(out, "out"))
 
     check_limit(LIMIT if limit is None else limit)
-    reader = Reader(checks.root(root), where, as_of=as_of, storage_options=remote.canonical(storage_options))
+    reader = Reader(checks.root(root), where, as_of=as_of, storage_options=access.canonical(storage_options))
     shown = View(reader, limit=limit, port=port, browser=browser)
     if target is not None:
         try:

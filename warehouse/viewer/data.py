@@ -32,8 +32,8 @@ from typing import Any
 
 import duckdb
 
+from warehouse.access import StorageOptions
 from warehouse.errors import NotFound, QueryError, UsageError
-from warehouse.remote import StorageOptions
 
 #: the table of the selection's list (in the connection's in-memory database, seen by every cursor)
 LIST = "_viewer_list"
