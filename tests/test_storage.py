@@ -13,7 +13,7 @@ from deltalake import DeltaTable
 
 import warehouse
 from warehouse.errors import LockedError, StrictModeError
-from warehouse.read.views import snapshot_files
+from warehouse.store.readable import snapshot_files
 from warehouse.store.storage import RUN_ID, Store
 
 from .conftest import FIXTURES, Warehouse, normalize_rows, write_json

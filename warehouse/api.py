@@ -63,8 +63,10 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from warehouse.errors import QueryError, StorageError, UsageError
-from warehouse.read.views import Snapshot, cursor, damage_error, open_snapshot, readable_hint
+from warehouse.read.damaged import damage_error
+from warehouse.read.views import Snapshot, cursor, open_snapshot
 from warehouse.remote import StorageOptions
+from warehouse.store.readable import readable_hint
 
 if TYPE_CHECKING:  # polars and pyarrow are imported where used, not at start-up
     import polars as pl

@@ -14,8 +14,9 @@ from warehouse import checks, interrupt
 from warehouse.checks import SQL_FORMATS, STATS_FORMATS
 from warehouse.errors import QueryError
 from warehouse.formatkit.declared import TABLES
+from warehouse.read.damaged import damage_error
 from warehouse.read.output import TABLE_ROWS, write_report, write_result
-from warehouse.read.views import connect, damage_error
+from warehouse.read.views import connect
 from warehouse.remote import StorageOptions
 
 

@@ -33,7 +33,7 @@ def history(root: str | os.PathLike, *, format: str | None = None, out: IO[str] 
     an ``s3://`` URL; ``storage_options`` add to and override the AWS environment (docs/storage.md)."""
     from warehouse import remote
     from warehouse.errors import NotASnapshot
-    from warehouse.read.views import read_existing_snapshot, readable_snapshots
+    from warehouse.store.readable import read_existing_snapshot, readable_snapshots
     from warehouse.store.storage import Store
 
     checks.choice(format, "format", HISTORY_FORMATS)
@@ -120,11 +120,11 @@ def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, 
     ``s3://`` root that is its lease, and deltalake gets the resolved ``storage_options`` (docs/storage.md)."""
     from warehouse import remote
     from warehouse.errors import LeaseLost
-    from warehouse.read.views import declared
     from warehouse.run.commit import _sigint_deferred, repair
     from warehouse.run.damage import refuse
     from warehouse.run.runner import _said_in_one_line, open_for_writing, say
     from warehouse.store import delta
+    from warehouse.store.readable import declared
     from warehouse.store.storage import SnapshotRecord, Store, new_run_id
 
     root = checks.root(root)
@@ -132,7 +132,7 @@ def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, 
     remote.configure_for(root, storage_options)
     store = Store(root)
     if not store.exists() and not store.legacy():
-        from warehouse.read.views import read_existing_snapshot
+        from warehouse.store.readable import read_existing_snapshot
 
         read_existing_snapshot(store, root)  # says why there is nothing to compact
     run_id = new_run_id()

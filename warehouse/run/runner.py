@@ -44,19 +44,20 @@ from warehouse.errors import (
 from warehouse.formatkit.ingestor import JSON_SUFFIXES
 from warehouse.formatkit.registry import Registry
 from warehouse.progress import IngestProgress
-from warehouse.read.views import PathFieldsAhead, read_existing_snapshot
 from warehouse.remote import inside
 from warehouse.run import damage
 from warehouse.run.catalog import Catalog
 from warehouse.run.commit import COMMITTED, Changes, CommitAhead, commit, repair
 from warehouse.run.discover import Compressed, LoopSkipped, Unreachable, walk
 from warehouse.run.encodings import skipped_note
+from warehouse.run.path_fields import PathFieldsAhead
 from warehouse.run.pieces import FileScan, merge_pieces, split_large_files
 from warehouse.run.pool import Engine, Inline, ProcessPool, start_forkserver
 from warehouse.run.summary import IngestSummary
 from warehouse.run.worker import BatchIngest, BatchResult, BatchSpec, WorkItem
 from warehouse.store import delta
 from warehouse.store.delta import Damage
+from warehouse.store.readable import read_existing_snapshot
 from warehouse.store.storage import SnapshotRecord, Store, new_run_id
 
 #: runs smaller than this are ingested in-process (a pool costs more than it saves)
