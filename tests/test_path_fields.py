@@ -199,7 +199,7 @@ def test_path_fields_ahead_is_closed_when_the_batches_fail(tmp_path, monkeypatch
         def interrupted(*args, **kwargs):
             raise KeyboardInterrupt
 
-        monkeypatch.setattr(runner, "_run_batches", interrupted)
+        monkeypatch.setattr(runner, "run_batches", interrupted)
     with pytest.raises((warehouse.StrictModeError, KeyboardInterrupt)):
         warehouse.ingest(str(tmp_path / "experiments"), str(tmp_path / "wh"), strict=True, progress=False, jobs=1)
     assert len(made) == 1

@@ -218,7 +218,7 @@ def test_an_interrupted_first_ingest_into_a_bucket_leaves_no_object(s3, bucket, 
 
     with monkeypatch.context() as m, pytest.raises(Interrupted) as e:
         if when == "the batches run":
-            m.setattr(runner, "_run_batches", ctrl_c)
+            m.setattr(runner, "run_batches", ctrl_c)
         else:
             m.setattr(RemoteStore, "write_snapshot", ctrl_c)  # every table committed, the commit point next
         warehouse.ingest([f"s3://{bucket}/src"], root, progress=False)

@@ -122,7 +122,9 @@ def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, 
     from warehouse.errors import LeaseLost
     from warehouse.run.commit import _sigint_deferred, repair
     from warehouse.run.damage import refuse
-    from warehouse.run.runner import _said_in_one_line, open_for_writing, say
+    from warehouse.run.failure import said_in_one_line
+    from warehouse.run.opening import open_for_writing
+    from warehouse.run.runner import say
     from warehouse.store import delta
     from warehouse.store.readable import declared
     from warehouse.store.storage import SnapshotRecord, Store, new_run_id
@@ -137,7 +139,7 @@ def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, 
         read_existing_snapshot(store, root)  # says why there is nothing to compact
     run_id = new_run_id()
     # a fault (a read-only or full disk, the lock's path a folder, a store refusing) as one line, as an ingest's
-    with _said_in_one_line(store, run_id, "compact"), store.lock(wait=wait, announce=say if progress else None):
+    with said_in_one_line(store, run_id, "compact"), store.lock(wait=wait, announce=say if progress else None):
         record, damaged = open_for_writing(store, say if progress else (lambda _m: None))
         refuse(store, damaged)  # a table that lost files or its log is mended by an ingest, which reads sources
         new = SnapshotRecord(
