@@ -404,7 +404,7 @@ def test_spark_reads_a_file_lacking_declared_columns_as_nulls_of_their_types(spa
     import pyarrow.parquet as pq
 
     from warehouse.spark import register
-    from warehouse.store.storage import snapshot_files
+    from warehouse.store.readable import snapshot_files
 
     from .test_spark import _rows
 
