@@ -62,11 +62,12 @@ def main() -> None:
         subprocess.run([sys.executable, "-m", "warehouse.cli", "ingest", str(src), "--root", str(root)], check=True)
         say(f"ingested in {time.monotonic() - t:.1f} s")
     import warehouse
+    import warehouse.store.readable
 
     con = warehouse.connect(root)
     n = con.execute("SELECT count(*) FROM responses").fetchall()[0][0]
     spans = con.execute("SELECT count(*) FROM annotations").fetchall()[0][0]
-    files = sum(len(v) for v in warehouse.reading.views.snapshot_files(root).values())
+    files = sum(len(v) for v in warehouse.store.readable.snapshot_files(root).values())
     print(f"{n:,} responses, {spans:,} annotations, {files} Parquet files, DuckDB threads = {os.cpu_count()}\n")
     print("| query | rows | first run | median of the next |\n|---|---|---|---|")
     for name, sql in QUERIES:

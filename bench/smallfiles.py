@@ -4,7 +4,7 @@
     python bench/smallfiles.py /tmp/speed-bench/inference-20000 --profile 25   # cProfile, top 25
 
 Takes the first ``--files`` .json files of the corpus (sorted, as a batch of the run holds
-them: ``runner.plan_batches`` cuts ~2,500 files per batch at 20,000) and runs them as one
+them: ``batches.plan_batches`` cuts ~2,500 files per batch at 20,000) and runs them as one
 batch in this process (``BatchIngest``, files written to a temporary root), one warm-up run,
 then ``--repeat`` runs: the minimum of the process CPU time (user + system), which moves less
 with the machine's load than wall time. Also the stages the batch is made of, on the same files

@@ -41,7 +41,7 @@ def child(engine: str, src: str, root: str, out: str, master: str, jobs: int) ->
     """In the child: one ingest with its phases timed, written as one JSON object to ``out``
     (the parent's timer keeps stdout for itself)."""
     import warehouse
-    from warehouse.run import runner
+    from warehouse.run import batches, runner
     phases = dict.fromkeys(PHASES, 0.0)
 
     def timed(name, f):
@@ -53,13 +53,13 @@ def child(engine: str, src: str, root: str, out: str, master: str, jobs: int) ->
                 phases[name] += time.monotonic() - t
         return wrapper
 
-    runner._what_to_read = timed("walk and plan", runner._what_to_read)
-    runner._engine = timed("engine start", runner._engine)
-    runner._run_batches = timed("batches", runner._run_batches)
+    runner.what_to_read = timed("walk and plan", runner.what_to_read)
+    batches._engine = timed("engine start", batches._engine)
+    runner.run_batches = timed("batches", runner.run_batches)
     runner.commit = timed("commit", runner.commit)
     options = dict(engine="spark", spark_master=master) if engine == "spark" else dict(jobs=jobs)
     summary = warehouse.ingest([src], root, progress=False, **options)
-    phases["batches"] -= phases["engine start"]  # started inside _run_batches
+    phases["batches"] -= phases["engine start"]  # started inside run_batches
     Path(out).write_text(json.dumps({"phases": phases, "files": summary.files_seen, "records": summary.records_ingested,
                                      "quarantined": summary.records_quarantined, "mb": summary.bytes_read / 1e6}))
 

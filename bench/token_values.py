@@ -269,9 +269,9 @@ def storage_table(root: Path) -> None:
     import duckdb
     import pyarrow.parquet as pq
 
-    import warehouse.store.storage
+    import warehouse.store.readable
 
-    files = warehouse.reading.views.snapshot_files(root)["token_values"]
+    files = warehouse.store.readable.snapshot_files(root)["token_values"]
     con = duckdb.connect()
     rows, values = con.execute(
         "SELECT count(*), sum(len(coalesce(scores_float, CAST(scores AS DOUBLE[])))) FROM read_parquet(?)",

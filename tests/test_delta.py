@@ -421,7 +421,7 @@ def test_every_declared_table_is_a_delta_table_and_the_state_is_in_one_hidden_fo
 
 
 def test_snapshot_files_lists_each_tables_files_of_a_snapshot(samples_wh):
-    files = warehouse.reading.views.snapshot_files(samples_wh.root)
+    files = warehouse.store.readable.snapshot_files(samples_wh.root)
     assert set(files) == {*warehouse.TABLES, "path_fields"}
     assert files["responses"] == DeltaTable(str(samples_wh.root / "responses")).file_uris()
     assert all(os.path.isabs(f) and os.path.exists(f) for fs in files.values() for f in fs)

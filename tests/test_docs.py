@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from warehouse.formatkit.declared import TABLES, render_markdown
-from warehouse.reading.views import format_views, view_files
+from warehouse.formatkit.declared_views import format_views, view_files
 
 from .conftest import REPO
 

@@ -161,11 +161,11 @@ def test_inline_draws_the_next_batch_only_when_asked(tmp_path):
 
 
 def test_a_worker_that_dies_is_one_message_and_the_run_leaves_nothing(tmp_path, monkeypatch):
-    from warehouse.run import runner
-    monkeypatch.setattr(runner, "INLINE_MAX_FILES", 0)  # the process pool, even for three files
-    monkeypatch.setattr(runner, "INLINE_MAX_BYTES", 0)
-    monkeypatch.setattr(runner, "MIN_BATCH_FILES", 1)  # a batch each: the ingest process maps the first (a.json)
-    monkeypatch.setattr(runner, "MIN_BATCH_BYTES", 1)
+    from warehouse.run import batches
+    monkeypatch.setattr(batches, "INLINE_MAX_FILES", 0)  # the process pool, even for three files
+    monkeypatch.setattr(batches, "INLINE_MAX_BYTES", 0)
+    monkeypatch.setattr(batches, "MIN_BATCH_FILES", 1)  # a batch each: the ingest process maps the first (a.json)
+    monkeypatch.setattr(batches, "MIN_BATCH_BYTES", 1)
     src = tmp_path / "src"
     for name in ("a.json", "b.die.json", "c.json"):
         write_json(src / name, {"prompt": "p"})
@@ -198,14 +198,15 @@ def test_the_forkserver_imports_the_worker_and_the_runs_formats_once_for_every_w
 def test_the_forkserver_starts_during_the_walk_only_when_the_run_will_use_a_pool(tmp_path, monkeypatch):
     """It starts once the walk has found more than a small run's files, so its imports overlap the
     rest of the walk; a small run, an unchanged one or --jobs 1 never starts it."""
+    import warehouse.run.batches as batches
     import warehouse.run.runner as runner
 
-    monkeypatch.setattr(runner, "INLINE_MAX_FILES", 3)
+    monkeypatch.setattr(batches, "INLINE_MAX_FILES", 3)
     started, engines = [], []
     monkeypatch.setattr(runner, "start_forkserver", lambda registry: started.append(registry))
-    real_inline, real_pool = runner.Inline, runner.ProcessPool
-    monkeypatch.setattr(runner, "Inline", lambda: engines.append("inline") or real_inline())
-    monkeypatch.setattr(runner, "ProcessPool", lambda jobs: engines.append("pool") or real_pool(jobs))
+    real_inline, real_pool = batches.Inline, batches.ProcessPool
+    monkeypatch.setattr(batches, "Inline", lambda: engines.append("inline") or real_inline())
+    monkeypatch.setattr(batches, "ProcessPool", lambda jobs: engines.append("pool") or real_pool(jobs))
     src = tmp_path / "src"
     for i in range(3):
         write_json(src / f"small/{i}.json", {"prompt": f"p{i}", "response": "r"})
@@ -275,12 +276,12 @@ def test_the_ingest_process_maps_the_first_batch_itself_while_the_pool_starts(tm
 
 def test_ctrl_c_while_the_ingest_process_maps_its_own_batch_stops_the_run_and_leaves_nothing(tmp_path, monkeypatch):
     from warehouse.errors import Interrupted
-    from warehouse.run import runner
+    from warehouse.run import batches
 
-    monkeypatch.setattr(runner, "INLINE_MAX_FILES", 0)  # the process pool, a batch per file
-    monkeypatch.setattr(runner, "INLINE_MAX_BYTES", 0)
-    monkeypatch.setattr(runner, "MIN_BATCH_FILES", 1)
-    monkeypatch.setattr(runner, "MIN_BATCH_BYTES", 1)
+    monkeypatch.setattr(batches, "INLINE_MAX_FILES", 0)  # the process pool, a batch per file
+    monkeypatch.setattr(batches, "INLINE_MAX_BYTES", 0)
+    monkeypatch.setattr(batches, "MIN_BATCH_FILES", 1)
+    monkeypatch.setattr(batches, "MIN_BATCH_BYTES", 1)
     src, root = tmp_path / "src", tmp_path / "wh"
     for name in ("a.hang.json", "b.json", "c.json", "d.json"):  # a.hang.json: the first batch, never ends
         write_json(src / name, {"prompt": "p"})

@@ -40,7 +40,7 @@ def _module(fn):
 
 
 CALLS = {
-    "warehouse.reading": _module(warehouse.read),
+    "warehouse.read": _module(warehouse.read),
     "warehouse.read_arrow": _module(warehouse.read_arrow),
     "warehouse.scan(...).collect()": lambda root, view, where: warehouse.scan(root, view, where=where).collect(),
     "Warehouse.read": lambda root, view, where: warehouse.open(root).read(view, where=where),

@@ -86,7 +86,7 @@ INSPECT = textwrap.dedent("""
     import importlib, json, pkgutil
     import warehouse, warehouse.formats
     from warehouse.formatkit.registry import Registry
-    from warehouse.reading.views import sql_dir
+    from warehouse.formatkit.declared_views import sql_dir
     # warehouse.formats is a folder of its own in an editable install (a finder maps it): walk both
     modules = sorted({"warehouse.formats"}
                      | {m.name for m in pkgutil.walk_packages(warehouse.__path__, "warehouse.")}

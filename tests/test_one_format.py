@@ -15,8 +15,8 @@ import textwrap
 
 import pytest
 
+from warehouse.formatkit.declared_views import view_files, view_name
 from warehouse.formatkit.registry import GROUP, Registry
-from warehouse.reading.views import view_files, view_name
 
 from .conftest import FIXTURES
 
@@ -33,7 +33,7 @@ ALONE = textwrap.dedent(f"""
     md.entry_points = entry_points
     import warehouse
     from warehouse.formatkit.registry import Registry
-    from warehouse.reading.views import view_statements
+    from warehouse.formatkit.declared_views import view_statements
     root = tempfile.mkdtemp()
     warehouse.ingest(sys.argv[2:], root, jobs=1, progress=False)
     con = warehouse.connect(root)

@@ -7,9 +7,9 @@ import datetime as dt
 import duckdb
 import pytest
 
+from warehouse.formatkit.declared_views import view_files, view_name
 from warehouse.formats.trait_interp import TraitInterp
 from warehouse.formats.trait_interp.path_fields import PATH_FIELDS
-from warehouse.reading.views import view_files, view_name
 
 FIELDS = (
     "experiment", "pipeline", "model_variant", "trait", "position", "prompt_set", "prompt_id",
@@ -140,12 +140,12 @@ def test_a_path_field_filter_reaches_the_parquet_scan_as_a_list_of_paths(tmp_pat
 
 def test_path_fields_evaluated_while_the_batches_run_are_the_ones_materialised_after(tmp_path):
     """The runner evaluates path_fields for the paths it knows before its batches end
-    (views.PathFieldsAhead); the commit writes the rows of the catalogued paths, exactly the file
+    (run/path_fields.PathFieldsAhead); the commit writes the rows of the catalogued paths, exactly the file
     materialize_path_fields writes, or nothing when a catalogued path was not known ahead."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from warehouse.reading.views import PathFieldsAhead, materialize_path_fields
+    from warehouse.run.path_fields import PathFieldsAhead, materialize_path_fields
 
     paths = [p for p, _ in CASES]
     sources = tmp_path / "sources.parquet"
@@ -174,8 +174,8 @@ def test_path_fields_ahead_is_closed_when_the_batches_fail(tmp_path, monkeypatch
     import json
 
     import warehouse
-    from warehouse.reading.views import PathFieldsAhead
     from warehouse.run import runner
+    from warehouse.run.path_fields import PathFieldsAhead
 
     made = []
 
@@ -199,7 +199,7 @@ def test_path_fields_ahead_is_closed_when_the_batches_fail(tmp_path, monkeypatch
         def interrupted(*args, **kwargs):
             raise KeyboardInterrupt
 
-        monkeypatch.setattr(runner, "_run_batches", interrupted)
+        monkeypatch.setattr(runner, "run_batches", interrupted)
     with pytest.raises((warehouse.StrictModeError, KeyboardInterrupt)):
         warehouse.ingest(str(tmp_path / "experiments"), str(tmp_path / "wh"), strict=True, progress=False, jobs=1)
     assert len(made) == 1
@@ -209,7 +209,7 @@ def test_path_fields_ahead_is_closed_when_the_batches_fail(tmp_path, monkeypatch
 def test_path_fields_ahead_closed_early_stops_its_evaluation():
     """close() before the rows are wanted (the run stopped) interrupts the evaluation instead of waiting
     for rows nobody reads: a million paths take seconds of one core."""
-    from warehouse.reading.views import PathFieldsAhead
+    from warehouse.run.path_fields import PathFieldsAhead
 
     ahead = PathFieldsAhead({f"/d/experiments/e/inference/i/responses/s/{i}.json" for i in range(300_000)})
     ahead.close()

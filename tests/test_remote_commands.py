@@ -404,8 +404,8 @@ def test_spark_reads_a_file_lacking_declared_columns_as_nulls_of_their_types(spa
     per file, every other column as written; DuckDB's view gives the same rows."""
     import pyarrow.parquet as pq
 
-    from warehouse.reading.views import snapshot_files
     from warehouse.spark import register
+    from warehouse.store.readable import snapshot_files
 
     from .test_spark import _rows
 

@@ -133,7 +133,8 @@ def _line(name: str) -> bytes:
 def test_a_snapshot_of_a_remote_root_knows_its_files_and_which_snapshots_stay_readable(s3, bucket):
     """The snapshot a connection reads names the objects themselves (not the Arrow scans made of them),
     so a vanished object is found as missing; and the hint for an unreadable snapshot checks objects."""
-    from warehouse.reading.views import open_snapshot, snapshot_files
+    from warehouse.reading.views import open_snapshot
+    from warehouse.store.readable import snapshot_files
 
     prefix, root = f"s3://{bucket}/src", f"s3://{bucket}/wh"
     lines = (SAMPLES / "afterimage" / "conversations_20260112_101500.jsonl").read_bytes().splitlines(keepends=True)
@@ -217,7 +218,7 @@ def test_an_interrupted_first_ingest_into_a_bucket_leaves_no_object(s3, bucket, 
 
     with monkeypatch.context() as m, pytest.raises(Interrupted) as e:
         if when == "the batches run":
-            m.setattr(runner, "_run_batches", ctrl_c)
+            m.setattr(runner, "run_batches", ctrl_c)
         else:
             m.setattr(RemoteStore, "write_snapshot", ctrl_c)  # every table committed, the commit point next
         warehouse.ingest([f"s3://{bucket}/src"], root, progress=False)

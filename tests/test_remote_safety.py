@@ -460,9 +460,9 @@ def test_a_local_fault_during_a_run_into_a_remote_root_keeps_the_local_message()
     import errno
 
     from warehouse.errors import ObjectStoreError, StorageError
-    from warehouse.run.runner import _said_in_one_line
+    from warehouse.run.failure import said_in_one_line
 
-    class Root:  # what _said_in_one_line asks of a store
+    class Root:  # what said_in_one_line asks of a store
         remote = True
         root = "s3://b/wh"
 
@@ -470,10 +470,10 @@ def test_a_local_fault_during_a_run_into_a_remote_root_keeps_the_local_message()
             return True
 
     with pytest.raises(StorageError) as local:
-        with _said_in_one_line(Root(), "run"):
+        with said_in_one_line(Root(), "run"):
             raise OSError(errno.ENOSPC, "No space left on device", "/tmp/part-1.parquet")
     assert not isinstance(local.value, ObjectStoreError)
     assert "/tmp/part-1.parquet" in str(local.value) and "No space left" in str(local.value)
     with pytest.raises(ObjectStoreError):
-        with _said_in_one_line(Root(), "run"):
+        with said_in_one_line(Root(), "run"):
             raise OSError("Access Denied")

@@ -25,7 +25,7 @@ import pytest
 import warehouse
 from warehouse.errors import StrictModeError, UsageError
 from warehouse.formatkit.declared import TABLES
-from warehouse.reading.views import snapshot_files
+from warehouse.store.readable import snapshot_files
 
 from .conftest import FIXTURES, REPO, Warehouse, write_json
 

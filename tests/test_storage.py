@@ -13,7 +13,7 @@ from deltalake import DeltaTable
 
 import warehouse
 from warehouse.errors import LockedError, StrictModeError
-from warehouse.reading.views import snapshot_files
+from warehouse.store.readable import snapshot_files
 from warehouse.store.snapshots import RUN_ID
 from warehouse.store.storage import Store
 
@@ -222,14 +222,14 @@ def test_a_second_ingest_waits_for_the_lock_or_fails_with_no_wait(wh, tmp_path):
 
 
 def test_parallel_ingest_gives_the_same_rows_as_inline(tmp_path, monkeypatch):
-    from warehouse.run import runner
+    from warehouse.run import batches
     inline, parallel = Warehouse(tmp_path / "a"), Warehouse(tmp_path / "b")
     src = FIXTURES / "trait_interp"
     inline.ingest(src, jobs=1)
     # force the process pool and several batches even for a small tree
-    monkeypatch.setattr(runner, "INLINE_MAX_FILES", 0)
-    monkeypatch.setattr(runner, "MIN_BATCH_BYTES", 1)
-    monkeypatch.setattr(runner, "MIN_BATCH_FILES", 1)
+    monkeypatch.setattr(batches, "INLINE_MAX_FILES", 0)
+    monkeypatch.setattr(batches, "MIN_BATCH_BYTES", 1)
+    monkeypatch.setattr(batches, "MIN_BATCH_FILES", 1)
     parallel.ingest(src, jobs=2)
     q = "SELECT * FROM {} ORDER BY source_path, source_locator"
     for table in ("responses", "turns", "evaluations", "prompts"):

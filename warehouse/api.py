@@ -64,7 +64,9 @@ import duckdb
 
 from warehouse.access import StorageOptions
 from warehouse.errors import QueryError, StorageError, UsageError
-from warehouse.reading.views import Snapshot, cursor, damage_error, open_snapshot, readable_hint
+from warehouse.reading.damaged import damage_error
+from warehouse.reading.views import Snapshot, cursor, open_snapshot
+from warehouse.store.readable import readable_hint
 
 if TYPE_CHECKING:  # polars and pyarrow are imported where used, not at start-up
     import polars as pl

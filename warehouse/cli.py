@@ -138,7 +138,7 @@ def _root(p, help: str = "warehouse directory or s3:// URL") -> None:
 
 
 def _storage_option(p, what: str = "an s3:// --root") -> None:
-    """``--storage-option KEY=VALUE``: the same option on every command (parsed by ``remote.canonical``)."""
+    """``--storage-option KEY=VALUE``: the same option on every command (parsed by ``access.canonical``)."""
     p.add_argument("--storage-option", dest="storage_options", action="append", metavar="KEY=VALUE",
                    help=f"for {what}: aws_region, aws_endpoint_url, aws_access_key_id, ... (repeatable; "
                         "overrides the AWS_* environment; see docs/storage.md)")

@@ -34,8 +34,8 @@ from warehouse.errors import ExportError, QueryError, UsageError
 from warehouse.exports.where import sandbox, selection_sql
 from warehouse.exports.workspace import Workspace
 from warehouse.formatkit.exporter import ExportContext, ExportFormat
+from warehouse.reading.damaged import damage_error
 from warehouse.reading.query import columns_hint, open_existing
-from warehouse.reading.views import damage_error
 from warehouse.store.storage import Store
 
 #: DuckDB's memory for an export (``--memory-limit``); beyond it, it spills to a temporary
@@ -168,7 +168,7 @@ def export(
         con.execute("SET temp_directory = ?", [space.spill]).fetchall()
         store = Store(root)
         # the Delta tables' folders only; a remote root's tables are Arrow datasets registered in the
-        # connection (views.register_remote_files), read without DuckDB's file system: no folder at all
+        # connection (raw.register_remote_files), read without DuckDB's file system: no folder at all
         sandbox(con, [] if store.remote else [str(d) for d in store.table_dirs()])
         total = select(con, where, str(root))
         shown.selected(total)

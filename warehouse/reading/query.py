@@ -15,8 +15,9 @@ from warehouse.access import StorageOptions
 from warehouse.checks import SQL_FORMATS, STATS_FORMATS
 from warehouse.errors import QueryError
 from warehouse.formatkit.declared import TABLES
+from warehouse.reading.damaged import damage_error
 from warehouse.reading.output import TABLE_ROWS, write_report, write_result
-from warehouse.reading.views import connect, damage_error
+from warehouse.reading.views import connect
 
 
 def open_existing(root: str | os.PathLike, as_of: int | None = None, storage_options: StorageOptions = None) -> duckdb.DuckDBPyConnection:

@@ -37,10 +37,11 @@ import pyarrow.parquet as pq
 from warehouse import remote
 from warehouse.errors import DamagedTable, LeaseLost, first_line
 from warehouse.formatkit.declared import TABLES
+from warehouse.formatkit.declared_views import PATH_FIELDS, path_fields_sql_hash
 from warehouse.interrupt import work_done
-from warehouse.reading.views import PATH_FIELDS, PathFieldsAhead, materialize_path_fields, path_fields_sql_hash
 from warehouse.run.catalog import Catalog
 from warehouse.run.damage import Mending, drop_new_log, set_aside_log
+from warehouse.run.path_fields import PathFieldsAhead, materialize_path_fields
 from warehouse.run.worker import BatchResult
 from warehouse.store import delta
 from warehouse.store.delta import Part

@@ -32,10 +32,12 @@ from urllib.parse import unquote
 from warehouse import remote
 from warehouse.errors import DamagedTable, StorageError, WarehouseError
 from warehouse.formatkit.declared import TABLES
-from warehouse.reading.views import PATH_FIELDS, damage_message, declared
+from warehouse.formatkit.declared_views import PATH_FIELDS
+from warehouse.reading.damaged import damage_message
 from warehouse.run.catalog import Catalog
 from warehouse.store import delta
 from warehouse.store.delta import Damage
+from warehouse.store.readable import declared
 from warehouse.store.snapshots import SnapshotRecord
 from warehouse.store.storage import DAMAGED, STATE_DIR, Store
 

@@ -33,7 +33,7 @@ def history(root: str | os.PathLike, *, format: str | None = None, out: IO[str] 
     an ``s3://`` URL; ``storage_options`` add to and override the AWS environment (docs/storage.md)."""
     from warehouse import remote
     from warehouse.errors import NotASnapshot
-    from warehouse.reading.views import read_existing_snapshot, readable_snapshots
+    from warehouse.store.readable import read_existing_snapshot, readable_snapshots
     from warehouse.store.storage import Store
 
     checks.choice(format, "format", HISTORY_FORMATS)
@@ -120,11 +120,13 @@ def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, 
     ``s3://`` root that is its lease, and deltalake gets the resolved ``storage_options`` (docs/storage.md)."""
     from warehouse import remote
     from warehouse.errors import LeaseLost
-    from warehouse.reading.views import declared
     from warehouse.run.commit import _sigint_deferred, repair
     from warehouse.run.damage import refuse
-    from warehouse.run.runner import _said_in_one_line, open_for_writing, say
+    from warehouse.run.failure import said_in_one_line
+    from warehouse.run.opening import open_for_writing
+    from warehouse.run.runner import say
     from warehouse.store import delta
+    from warehouse.store.readable import declared
     from warehouse.store.snapshots import SnapshotRecord, new_run_id
     from warehouse.store.storage import Store
 
@@ -133,12 +135,12 @@ def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, 
     remote.configure_for(root, storage_options)
     store = Store(root)
     if not store.exists() and not store.legacy():
-        from warehouse.reading.views import read_existing_snapshot
+        from warehouse.store.readable import read_existing_snapshot
 
         read_existing_snapshot(store, root)  # says why there is nothing to compact
     run_id = new_run_id()
     # a fault (a read-only or full disk, the lock's path a folder, a store refusing) as one line, as an ingest's
-    with _said_in_one_line(store, run_id, "compact"), store.lock(wait=wait, announce=say if progress else None):
+    with said_in_one_line(store, run_id, "compact"), store.lock(wait=wait, announce=say if progress else None):
         record, damaged = open_for_writing(store, say if progress else (lambda _m: None))
         refuse(store, damaged)  # a table that lost files or its log is mended by an ingest, which reads sources
         new = SnapshotRecord(

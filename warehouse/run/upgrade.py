@@ -17,7 +17,8 @@ import orjson
 
 from warehouse.errors import StorageError, first_line
 from warehouse.formatkit.declared import TABLES
-from warehouse.reading.views import PATH_FIELDS, materialize_path_fields, path_fields_sql_hash
+from warehouse.formatkit.declared_views import PATH_FIELDS, path_fields_sql_hash
+from warehouse.run.path_fields import materialize_path_fields
 from warehouse.store import delta
 from warehouse.store.delta import Part
 from warehouse.store.snapshots import SnapshotRecord, new_run_id

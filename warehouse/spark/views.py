@@ -3,7 +3,7 @@
 Two layers, as in DuckDB (``warehouse/reading/views.py``):
 
 * ``raw_<table>``: each declared table over its data files in the snapshot
-  (``warehouse.reading.views.snapshot_files``, the one place that knows them), read with the
+  (``warehouse.store.readable.snapshot_files``, the one place that knows them), read with the
   declared schema. A session with the Delta connector (``delta-spark``: its SQL extension
   configured) reads each table through it instead, at the Delta version the snapshot pins
   (``versionAsOf``), which gives the same rows; an ``s3://`` root is read by the Python data
@@ -11,7 +11,7 @@ Two layers, as in DuckDB (``warehouse/reading/views.py``):
   column an older file lacks is NULL and an empty table is a typed empty view. JSON columns are text (Spark has no JSON type; ``get_json_object``,
   ``from_json`` and ``parse_json`` read them).
 * the views of ``sql/`` in name order (those a format defines by its statement), then the
-  installed formats' ``views`` (``warehouse.reading.views.view_statements``), each translated from
+  installed formats' ``views`` (``warehouse.formatkit.declared_views.view_statements``), each translated from
   DuckDB to Spark SQL (``warehouse.spark.translate``). ``path_fields`` is computed by its
   view from ``raw_sources`` (DuckDB reads the copy the ingest materialised; Spark derives
   it where it runs).
@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING
 
 from warehouse.access import StorageOptions
 from warehouse.formatkit.declared import TABLES
-from warehouse.reading.views import snapshot_files, view_statements
+from warehouse.formatkit.declared_views import view_statements
 from warehouse.spark.translate import raw_name, to_spark
 from warehouse.spark.types import spark_schema, spark_type
+from warehouse.store.readable import snapshot_files
 from warehouse.tables import Table
 
 if TYPE_CHECKING:

@@ -274,7 +274,7 @@ def live_files(uri: str, version: int) -> list[str]:
 
 def live_files_by_version(uri: str, versions: set[int]) -> dict[int, list[str] | None]:
     """``live_files`` of each of ``versions``, the log read forward once (a version that cannot be loaded,
-    its log cleaned up: None), for questions about many snapshots at once (``views.readable_snapshots``)."""
+    its log cleaned up: None), for questions about many snapshots at once (``readable.readable_snapshots``)."""
     from urllib.parse import unquote
 
     out: dict[int, list[str] | None] = {}
