@@ -26,7 +26,8 @@ import pyarrow.json as pj
 import pyarrow.parquet as pq
 
 from warehouse.formatkit.declared import TABLES
-from warehouse.formatkit.readers import count_lines, line_ends, read_piece, scan_lines
+from warehouse.formatkit.linescan import count_lines, line_ends, scan_lines
+from warehouse.formatkit.opening import read_piece
 from warehouse.formatkit.registry import Registry
 from warehouse.formats.afterimage import fast
 from warehouse.run.sink import conform
@@ -38,7 +39,7 @@ from measure import cpu, stage_table  # noqa: E402
 
 
 def read_file(path: str):
-    """As a worker reads a piece: into Arrow's memory (readers.read_piece)."""
+    """As a worker reads a piece: into Arrow's memory (opening.read_piece)."""
     with open(path, "rb") as f:
         return read_piece(f, os.path.getsize(path))
 
@@ -67,13 +68,13 @@ def main() -> None:
 
     stages = [
         ("ingest process: SHA-256", lambda: hashlib.sha256(data).digest()),
-        ("ingest process: line count (readers.count_lines)", lambda: count_lines(data)),
+        ("ingest process: line count (linescan.count_lines)", lambda: count_lines(data)),
         ("ingest process: SHA-256 and line count, each slice read once (the pass: count_lines with the hash)",
          lambda: count_lines(data, 0, None, hashlib.sha256())),
-        ("worker: read the piece (readers.read_piece)", lambda: read_file(piece)),
+        ("worker: read the piece (opening.read_piece)", lambda: read_file(piece)),
         ("worker: line ends, then an ASCII check (two scans of the piece)",
          lambda: (line_ends(data), int(np.frombuffer(data, np.uint8).max()) < 0x80)),
-        ("worker: line ends and ASCII in one scan (readers.scan_lines, the fast path's)", lambda: scan_lines(data)),
+        ("worker: line ends and ASCII in one scan (linescan.scan_lines, the fast path's)", lambda: scan_lines(data)),
         ("worker: JSON parse (pyarrow, explicit schema)",
          lambda: pj.read_json(io.BytesIO(data), read_options=read, parse_options=fast._PARSE)),
         ("worker: fast path, all of it (parse included)", lambda: fast.fast_lines(data, piece, 1)),

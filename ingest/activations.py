@@ -23,8 +23,8 @@ import re
 from collections.abc import Iterator
 
 from warehouse.formatkit.ingestor import Ingestor
-from warehouse.formatkit.readers import SourceFile
 from warehouse.formatkit.records import Mapped, Record, RecordContext
+from warehouse.formatkit.source import SourceFile
 from warehouse.tables import I64, C, Table, provenance
 
 _LAYOUTS = re.compile(

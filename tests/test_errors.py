@@ -190,7 +190,7 @@ def test_forcing_a_format_reads_a_file_it_would_not_detect(wh, tmp_path):
 
 def test_unreadable_file(wh, tmp_path, monkeypatch):
     path = write_text(tmp_path / "in" / "responses.json", '[{"prompt": "p", "response": "r"}]')
-    import warehouse.formatkit.readers as readers
+    import warehouse.formatkit.opening as opening
 
     real_open = open
 
@@ -199,7 +199,7 @@ def test_unreadable_file(wh, tmp_path, monkeypatch):
             raise PermissionError(13, "Permission denied")
         return real_open(p, *a, **k)
 
-    monkeypatch.setattr(readers, "open", guarded, raising=False)
+    monkeypatch.setattr(opening, "open", guarded, raising=False)
     s = wh.ingest(tmp_path / "in")
     assert s.files_unreadable == 1
     [q] = quarantine(wh)

@@ -283,10 +283,10 @@ def test_lines_left_to_the_record_path_keep_their_numbers_in_a_piece(tmp_path):
 
 @pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"])
 def test_a_piece_read_into_arrow_memory_maps_as_its_bytes(tmp_path, bom):
-    """A worker reads a piece of a large file into Arrow's memory (``readers.read_piece``), not into
+    """A worker reads a piece of a large file into Arrow's memory (``opening.read_piece``), not into
     ``bytes``: the fast path takes that buffer and gives the rows, and the lines it leaves (not UTF-8,
     a role AfterImage does not have), that the same bytes give; the record path still gets ``bytes``."""
-    from warehouse.formatkit.readers import SourceFile
+    from warehouse.formatkit.source import SourceFile
 
     rows = [json.dumps({"conversations": [{"role": "user", "content": f"q{i} caf\u00e9"},
                                           {"role": "assistant", "content": f"a{i}"}]}).encode() for i in range(6)]
@@ -309,7 +309,7 @@ def test_a_piece_read_into_arrow_memory_maps_as_its_bytes(tmp_path, bom):
 
 
 def test_a_piece_cut_short_by_the_file_is_what_the_file_holds(tmp_path):
-    from warehouse.formatkit.readers import SourceFile
+    from warehouse.formatkit.source import SourceFile
 
     path = tmp_path / "short.jsonl"
     path.write_bytes(b'{"a": 1}\n{"a": 2}\n')

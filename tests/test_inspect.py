@@ -17,9 +17,9 @@ import pyarrow as pa
 import pytest
 
 import warehouse
-from warehouse.formatkit.readers import SourceFile
 from warehouse.formatkit.records import RecordContext
 from warehouse.formatkit.registry import Registry
+from warehouse.formatkit.source import SourceFile
 from warehouse.formats.inspect import Inspect
 from warehouse.run.worker import detect
 

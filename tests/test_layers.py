@@ -28,6 +28,8 @@ LAYERS = [
 
 #: top-level modules that are not the ground
 TOP = {"tables": "tables", "api": "face", "cli": "face", "__init__": "face", "__main__": "face", "docgen": "face"}
+#: folders that are part of a room of another name: the command line's commands are the face
+PART_OF = {"commands": "face"}
 
 
 def room_of(module: str) -> str:
@@ -36,7 +38,7 @@ def room_of(module: str) -> str:
         return "face"
     if len(parts) == 1 and not (REPO / "warehouse" / parts[0]).is_dir():
         return TOP.get(parts[0], "ground")
-    return parts[0]
+    return PART_OF.get(parts[0], parts[0])
 
 
 def level_of(room: str) -> int:

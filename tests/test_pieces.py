@@ -90,36 +90,36 @@ def test_a_file_in_pieces_gives_the_rows_of_the_file_whole(tmp_path, monkeypatch
 
 @pytest.mark.parametrize("slice_bytes", [1, 3, 64, 1 << 18])
 def test_line_ends_are_every_newline_across_slices(monkeypatch, slice_bytes):
-    from warehouse.formatkit import readers
-    monkeypatch.setattr(readers, "_SCAN_SLICE", slice_bytes)
+    from warehouse.formatkit import linescan
+    monkeypatch.setattr(linescan, "_SCAN_SLICE", slice_bytes)
     data = b"\n\nab\ncd\n" + _lines(50, 30) + b"x\ny"
     want = [i for i, b in enumerate(data) if b == 10]
-    assert readers.line_ends(data).tolist() == want
-    assert readers.line_ends(data, 3, 40).tolist() == [i for i in want if 3 <= i < 40]
-    assert readers.line_ends(data, len(data)).tolist() == [] and readers.line_ends(b"").tolist() == []
+    assert linescan.line_ends(data).tolist() == want
+    assert linescan.line_ends(data, 3, 40).tolist() == [i for i in want if 3 <= i < 40]
+    assert linescan.line_ends(data, len(data)).tolist() == [] and linescan.line_ends(b"").tolist() == []
     # the pass over a large file only counts them
-    assert readers.count_lines(data) == len(want) and readers.count_lines(data, 3, 40) == len([i for i in want if 3 <= i < 40])
-    assert readers.count_lines(data, len(data)) == 0 and readers.count_lines(b"") == 0
+    assert linescan.count_lines(data) == len(want) and linescan.count_lines(data, 3, 40) == len([i for i in want if 3 <= i < 40])
+    assert linescan.count_lines(data, len(data)) == 0 and linescan.count_lines(b"") == 0
     # a fast path finds the line ends and whether the bytes are ASCII in one scan
-    ends, ascii = readers.scan_lines(data)
+    ends, ascii = linescan.scan_lines(data)
     assert ends.tolist() == want and ascii
     wide = data[:20] + "é".encode() + data[20:]  # in one slice of many
-    assert readers.scan_lines(wide)[1] is False and readers.scan_lines(wide, 0, 20)[1] is True
-    assert readers.scan_lines(wide)[0].tolist() == [i for i, b in enumerate(wide) if b == 10]
-    assert readers.scan_lines(b"")[1] is True
+    assert linescan.scan_lines(wide)[1] is False and linescan.scan_lines(wide, 0, 20)[1] is True
+    assert linescan.scan_lines(wide)[0].tolist() == [i for i, b in enumerate(wide) if b == 10]
+    assert linescan.scan_lines(b"")[1] is True
 
 
 @pytest.mark.parametrize("slice_bytes", [1, 7, 1 << 18])
 def test_the_pass_hashes_the_bytes_it_counts_in_the_same_read(monkeypatch, slice_bytes):
     """count_lines feeds a hash the bytes it counts, a slice at a time (one read of each from memory)."""
-    from warehouse.formatkit import readers
-    monkeypatch.setattr(readers, "_SCAN_SLICE", slice_bytes)
+    from warehouse.formatkit import linescan
+    monkeypatch.setattr(linescan, "_SCAN_SLICE", slice_bytes)
     data = _lines(50, 30) + b"tail without a line end"
     h = hashlib.sha256()
-    assert readers.count_lines(data, 5, 200, h) == data[5:200].count(b"\n")
-    assert readers.count_lines(data, 200, None, h) == data[200:].count(b"\n")
+    assert linescan.count_lines(data, 5, 200, h) == data[5:200].count(b"\n")
+    assert linescan.count_lines(data, 200, None, h) == data[200:].count(b"\n")
     assert h.hexdigest() == hashlib.sha256(data[5:]).hexdigest()
-    assert readers.count_lines(data, 9, 9, h) == 0 and h.hexdigest() == hashlib.sha256(data[5:]).hexdigest()
+    assert linescan.count_lines(data, 9, 9, h) == 0 and h.hexdigest() == hashlib.sha256(data[5:]).hexdigest()
 
 
 def test_the_first_piece_is_handed_out_before_the_pass_hashes_or_counts_it(tmp_path, monkeypatch):

@@ -171,7 +171,8 @@ def hashlib_of(path):
 
 
 def test_reading_a_reference_that_is_outside_or_not_a_plain_file_is_refused(tmp_path):
-    from warehouse.formatkit.readers import ReferenceRefused, SourceFile
+    from warehouse.errors import ReferenceRefused
+    from warehouse.formatkit.source import SourceFile
 
     tree = tmp_path / "tree"
     src_path = write_json(tree / "a" / "x.json", {})

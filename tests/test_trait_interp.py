@@ -250,8 +250,8 @@ def test_sentence_texts_are_spelled_from_the_stored_tokens(ti):
 def test_a_files_kind_is_decided_once_and_travels_with_its_records(path, monkeypatch):
     """`records` decides what kind of trait-interp file it reads; `map` reads that from each record's
     envelope and never looks at the path again (it used to, once per record)."""
-    from warehouse.formatkit.readers import SourceFile
     from warehouse.formatkit.records import RecordContext
+    from warehouse.formatkit.source import SourceFile
     from warehouse.formats.trait_interp import TraitInterp, kinds
 
     asked = []

@@ -5,7 +5,7 @@ passes its options through unchecked (an option and its parameter have the same
 name), so Python callers get the same checks and the same messages. A message
 names the option (``--max-record-mb``), which is also the parameter's name.
 Imports nothing heavy: ``warehouse --help`` stays fast. URLs are read as ``remote`` reads them
-(``remote.is_url``, ``remote.split``): one definition of a URL.
+(``urlpaths.is_url``, ``urlpaths.split``): one definition of a URL.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import os
 import re
 from typing import Any
 
-from warehouse import remote  # (imports nothing heavy either: pyarrow and obstore only inside its functions)
+from warehouse import remote, urlpaths  # (imports nothing heavy either: pyarrow and obstore only inside its functions)
 from warehouse.errors import UsageError
 
 #: what ``warehouse sql --format`` / ``warehouse.sql(format=...)`` writes (``warehouse.reading.output``)
@@ -34,7 +34,7 @@ def option(name: str) -> str:
 def local_path(path: str | os.PathLike, name: str) -> str:
     """A local path, never a URL (``export --out``: the export is written on this machine)."""
     text = os.fspath(path)
-    if remote.is_url(text):
+    if urlpaths.is_url(text):
         raise UsageError(f"{option(name)} {remote.redact(text)}: a URL; {option(name)} is a local path (write it "
                          "here, then copy it to the bucket)")
     return os.fsdecode(text)
@@ -47,8 +47,8 @@ ROOT_SCHEMES = ("s3",)
 def root(path: str | os.PathLike, name: str = "root") -> str:
     """A warehouse root: a local path, or an ``s3://bucket/prefix`` URL (docs/storage.md)."""
     text = os.fspath(path)
-    if remote.is_url(text):
-        scheme, bucket, _ = remote.split(text)
+    if urlpaths.is_url(text):
+        scheme, bucket, _ = urlpaths.split(text)
         if scheme not in ROOT_SCHEMES:
             raise UsageError(f"{option(name)} {remote.redact(text)}: a warehouse root may be a local directory or an "
                              f"s3:// URL, not {text.partition('://')[0]}:// (docs/storage.md)")

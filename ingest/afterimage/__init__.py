@@ -14,8 +14,8 @@ import re
 from collections.abc import Iterator
 
 from warehouse.formatkit.ingestor import Ingestor, exporter_in
-from warehouse.formatkit.readers import SourceFile
 from warehouse.formatkit.records import Mapped, Record, RecordContext, RecordError
+from warehouse.formatkit.source import SourceFile
 
 from . import schema
 from .files import row_records

@@ -23,7 +23,8 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from warehouse.formatkit.ingestor import FastResult
-from warehouse.formatkit.readers import BOM, scan_lines
+from warehouse.formatkit.linescan import scan_lines
+from warehouse.formatkit.readers import BOM
 from warehouse.formatkit.records import stable_ids
 
 from .conversation import ROLES

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from warehouse.formatkit.readers import SourceFile, json_document_records, jsonl_records
+from warehouse.formatkit.readers import json_document_records, jsonl_records
 from warehouse.formatkit.records import Record
+from warehouse.formatkit.source import SourceFile
 
 
 def row_records(src: SourceFile) -> Iterator[Record]:

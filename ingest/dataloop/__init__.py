@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from warehouse.formatkit.ingestor import Ingestor, exporter_in
-from warehouse.formatkit.readers import SourceFile
 from warehouse.formatkit.records import Mapped, Record, RecordContext, RecordError
+from warehouse.formatkit.source import SourceFile
 
 from ..fields import expect_object
 from . import detect, download, schema

@@ -27,15 +27,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 
-from warehouse.formatkit.readers import (
-    BOM,
-    HEAD_BYTES,
-    RAW_LIMIT,
-    SourceFile,
-    decode_json,
-    json_document_records,
-)
+from warehouse.formatkit.opening import HEAD_BYTES
+from warehouse.formatkit.readers import BOM, RAW_LIMIT, decode_json, json_document_records
 from warehouse.formatkit.records import Record, RecordError
+from warehouse.formatkit.source import SourceFile
 
 from . import detect
 

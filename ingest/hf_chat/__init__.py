@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from warehouse.formatkit.ingestor import Ingestor, exporter_in
-from warehouse.formatkit.readers import HEAD_BYTES, SourceFile, open_source
+from warehouse.formatkit.opening import HEAD_BYTES, open_source
 from warehouse.formatkit.records import Mapped, Record, RecordContext
+from warehouse.formatkit.source import SourceFile
 
 from . import schema
 from .detect import parquet_shape, sniff_json

@@ -16,8 +16,9 @@ import decimal
 from collections.abc import Iterator
 from typing import Any
 
-from warehouse.formatkit.readers import BOM, RAW_LIMIT, SourceFile, json_document_records, jsonl_records
+from warehouse.formatkit.readers import BOM, RAW_LIMIT, json_document_records, jsonl_records
 from warehouse.formatkit.records import Record, RecordError
+from warehouse.formatkit.source import SourceFile
 
 from ..heads import is_json_lines
 

@@ -22,8 +22,8 @@ import struct
 from collections.abc import Iterator
 
 from warehouse.formatkit.ingestor import Ingestor
-from warehouse.formatkit.readers import SourceFile
 from warehouse.formatkit.records import Mapped, Record, RecordContext
+from warehouse.formatkit.source import SourceFile
 
 from . import schema
 from .files import LOG, REDUCTION, ZIP_MAGIC, log_records

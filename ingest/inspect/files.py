@@ -28,8 +28,9 @@ import zipfile
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from warehouse.formatkit.readers import BOM, RAW_LIMIT, SourceFile, decode_json
+from warehouse.formatkit.readers import BOM, RAW_LIMIT, decode_json
 from warehouse.formatkit.records import Record, RecordError
+from warehouse.formatkit.source import SourceFile
 
 from ..fields import json_type
 from .archive import MemberError, members, open_member, read_member

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from warehouse.formatkit.ingestor import Ingestor
-from warehouse.formatkit.readers import SourceFile
 from warehouse.formatkit.records import Mapped, Record, RecordContext
+from warehouse.formatkit.source import SourceFile
 
 from . import schema
 from .detect import kind_of_head

@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from warehouse.formatkit.readers import BOM, SourceFile, json_document_records, jsonl_records
+from warehouse.formatkit.readers import BOM, json_document_records, jsonl_records
 from warehouse.formatkit.records import Record, RecordError
+from warehouse.formatkit.source import SourceFile
 
 from ..heads import is_json_lines
 from .detect import INPUT, OUTPUT, kind_of, kind_of_head, succeeded

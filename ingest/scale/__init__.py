@@ -16,8 +16,8 @@ import re
 from collections.abc import Iterator
 
 from warehouse.formatkit.ingestor import Ingestor, exporter_in
-from warehouse.formatkit.readers import SourceFile
 from warehouse.formatkit.records import Mapped, Record, RecordContext
+from warehouse.formatkit.source import SourceFile
 
 from ..fields import as_fields, id_text
 from . import schema

@@ -15,8 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from warehouse.formatkit.readers import SourceFile, json_document_records, jsonl_records
+from warehouse.formatkit.readers import json_document_records, jsonl_records
 from warehouse.formatkit.records import Record, RecordError
+from warehouse.formatkit.source import SourceFile
 
 from ..fields import json_type, preview
 from .datasets import is_dataset_task

@@ -17,8 +17,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from warehouse.formatkit.ingestor import FastResult, Ingestor, exporter_in
-from warehouse.formatkit.readers import BOM, SourceFile, json_document_records, json_whole_record
+from warehouse.formatkit.readers import BOM, json_document_records, json_whole_record
 from warehouse.formatkit.records import Mapped, Record, RecordContext
+from warehouse.formatkit.source import SourceFile
 
 from .. import tokenizers
 from . import kinds, schema

@@ -26,9 +26,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from warehouse.errors import where
-from warehouse.formatkit.readers import ReferenceRefused, SourceFile, decode_json, isdir, normpath
+from warehouse.errors import ReferenceRefused, where
+from warehouse.formatkit.opening import isdir, normpath
+from warehouse.formatkit.readers import decode_json
 from warehouse.formatkit.records import RecordContext, RecordError, stable_id
+from warehouse.formatkit.source import SourceFile
 
 from .. import spans as spanlib
 from .. import tokenizers

@@ -30,8 +30,9 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from warehouse.formatkit.readers import SourceFile, json_whole_record
+from warehouse.formatkit.readers import json_whole_record
 from warehouse.formatkit.records import Mapped, Record, RecordContext, RecordError, key_step
+from warehouse.formatkit.source import SourceFile
 
 from .. import spans as spanlib
 from ..fields import Fields, as_fields, as_int, as_text, children, json_type, preview

@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from warehouse.formatkit.readers import SourceFile, json_whole_record
+from warehouse.formatkit.readers import json_whole_record
 from warehouse.formatkit.records import Mapped, Record, RecordContext, RecordError, key_step
+from warehouse.formatkit.source import SourceFile
 
 from ..fields import as_fields, json_type, preview
 from .kinds import EXPERIMENT_CONFIG, KIND, experiment_of_config

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from warehouse.formatkit.readers import SourceFile, json_document_records
+from warehouse.formatkit.readers import json_document_records
 from warehouse.formatkit.records import Mapped, Record, RecordContext, RecordError
+from warehouse.formatkit.source import SourceFile
 
 from ..fields import Fields, as_fields, expect_object, id_text, json_type
 from .kinds import KIND, PROMPT_SET, responses_dir_of_metadata

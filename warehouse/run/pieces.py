@@ -16,7 +16,8 @@ from collections.abc import Iterator, Sequence
 from warehouse import remote
 from warehouse.formatkit.dependencies import DependsOn
 from warehouse.formatkit.ingestor import Ingestor
-from warehouse.formatkit.readers import count_lines, open_source
+from warehouse.formatkit.linescan import count_lines
+from warehouse.formatkit.opening import open_source
 from warehouse.run.worker import BatchResult, WorkItem, detect
 
 #: JSONL files larger than this are split into pieces of about this size, ingested in parallel
@@ -44,7 +45,7 @@ class FileScan:
         lines_in_piece = 0
         # Each block is hashed and line-counted in the regions the cuts make of it (in file order,
         # they are the file), by one call that feeds the hash and counts a slice at a time, while
-        # the slice is in the cache (readers.count_lines). Until the first piece is handed out,
+        # the slice is in the cache (linescan.count_lines). Until the first piece is handed out,
         # its blocks are only searched for its end: their regions wait until this generator is
         # drawn from again (by the engine's feeder, alongside the first batch), so the first batch
         # starts ~45 ms sooner (~0.3 s on a busy machine): the first piece's number of lines is

@@ -25,9 +25,11 @@ from warehouse import remote, urlpaths
 from warehouse.errors import RecordError, StrictFailure, StrictStop, UsageError
 from warehouse.formatkit.dependencies import DependsOn
 from warehouse.formatkit.ingestor import JSON_SUFFIXES, Ingestor
-from warehouse.formatkit.readers import BOM, RAW_LIMIT, SourceFile, open_source
+from warehouse.formatkit.opening import open_source
+from warehouse.formatkit.readers import BOM, RAW_LIMIT
 from warehouse.formatkit.records import Record
 from warehouse.formatkit.registry import Registry
+from warehouse.formatkit.source import SourceFile
 from warehouse.run.encodings import what_it_is
 from warehouse.run.sink import Counts, RecordSink
 from warehouse.store.delta import Part
