@@ -8,8 +8,8 @@ import re
 
 from warehouse.errors import DamagedTable
 from warehouse.formatkit.declared_views import PATH_FIELDS
-from warehouse.store import delta
-from warehouse.store.delta import Damage
+from warehouse.store import delta_damage
+from warehouse.store.delta_damage import Damage
 
 #: how a damaged table's message reads, inside the error DuckDB raises for a query on its view
 _DAMAGED_IN_ERROR = re.compile(r"Invalid Input Error: (.*?: table (\w+) is damaged: .*)")
@@ -42,15 +42,15 @@ def damage_message(root: str, d: Damage) -> str:
     """The one line for a damaged table: the table, the damage, the file, what to do."""
     if d.table == PATH_FIELDS:
         fix = "the views compute it from the catalog meanwhile, and the next `warehouse ingest` writes it again"
-    elif d.kind in (delta.CHECKPOINT, delta.BEYOND):
+    elif d.kind in (delta_damage.CHECKPOINT, delta_damage.BEYOND):
         fix = f"`warehouse compact --root {root}` (or the next `warehouse ingest`) mends it"
-    elif d.kind == delta.UNKNOWN:
+    elif d.kind == delta_damage.UNKNOWN:
         fix = (f"if it stays so, move {root}/{d.table} away: the next `warehouse ingest` then makes the table "
                "again from its sources")
     elif d.table == "sources":
         fix = ("the next `warehouse ingest` into this root rebuilds the catalog by reading again every source "
                "the tables hold rows of")
-    elif d.kind == delta.LOST_LOG:
+    elif d.kind == delta_damage.LOST_LOG:
         fix = "the next `warehouse ingest` into this root makes the table again, reading its sources again"
     else:
         fix = REREAD

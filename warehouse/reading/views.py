@@ -25,8 +25,8 @@ from warehouse.reading.damaged import damage_message
 from warehouse.reading.raw import ARROW_SCAN, create_raw_views, register_remote_files
 from warehouse.reading.statements import create_view, duckdb_errors
 from warehouse.reading.statements import quote as _quote
-from warehouse.store import delta
-from warehouse.store.delta import Damage
+from warehouse.store import delta, delta_damage
+from warehouse.store.delta_damage import Damage
 from warehouse.store.readable import pinned_files, read_existing_snapshot, readable_hint
 from warehouse.store.snapshots import SnapshotRecord
 from warehouse.store.storage import Store
@@ -109,7 +109,7 @@ def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None, threads:
     files = pinned_files(store, record, schemas, damaged, opened)
     if as_of is not None:
         for name in files:
-            made = delta.made_after(store.table_uri(name), record.tables[name]["version"], record.number)
+            made = delta_damage.made_after(store.table_uri(name), record.tables[name]["version"], record.number)
             if made is not None:
                 raise StorageError(
                     f"{root}: snapshot {as_of} cannot be read any more: table {name} was made again by snapshot "
@@ -123,7 +123,7 @@ def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None, threads:
         for name in list(files):
             # a missing object, by one listing; one that is no Parquet file fails the query that reads it, and
             # ``damage_error`` names its table (a file of another size than logged is the writers' to mend)
-            found = delta.data_damage(str(store.root), name, opened[name], by_size=False)
+            found = delta_damage.data_damage(str(store.root), name, opened[name], by_size=False)
             if found is not None:
                 damaged[name] = found
                 del files[name]
@@ -151,9 +151,9 @@ def _diagnose_view(store: Store, record: SnapshotRecord, opened: dict | None):
 
     def diagnose(name: str, error: BaseException) -> str:
         table = (opened or {}).get(name) or delta.open_table(store.table_uri(name), record.tables[name]["version"])
-        found = delta.data_damage(str(store.root), name, table, footers=True)
+        found = delta_damage.data_damage(str(store.root), name, table, footers=True)
         if found is None:  # nothing wrong with its files after all: DuckDB's own reason
-            found = delta.Damage(name, delta.UNKNOWN, f"its data files cannot be read ({first_line(error)})",
+            found = delta_damage.Damage(name, delta_damage.UNKNOWN, f"its data files cannot be read ({first_line(error)})",
                                  name)
         return damage_message(str(store.root), found)
 

@@ -35,8 +35,8 @@ from warehouse.formatkit.declared import TABLES
 from warehouse.formatkit.declared_views import PATH_FIELDS
 from warehouse.reading.damaged import damage_message
 from warehouse.run.catalog import Catalog
-from warehouse.store import delta
-from warehouse.store.delta import Damage
+from warehouse.store import delta, delta_damage
+from warehouse.store.delta_damage import Damage
 from warehouse.store.readable import declared
 from warehouse.store.snapshots import SnapshotRecord
 from warehouse.store.storage import DAMAGED, STATE_DIR, Store
@@ -52,15 +52,15 @@ def check(store: Store, record: SnapshotRecord, say) -> tuple[dict[str, Damage],
     for name in declared(record):
         version = record.tables[name]["version"]
         damage, latest = _open(root, name, store.table_uri(name), version, say)
-        if damage is None and (gap := delta.log_gap(root, name, version)) is not None:
-            if gap.kind != delta.CHECKPOINT:
+        if damage is None and (gap := delta_damage.log_gap(root, name, version)) is not None:
+            if gap.kind != delta_damage.CHECKPOINT:
                 damage = gap
             else:
-                say(f"repaired: {delta.mend(root, gap)}")
+                say(f"repaired: {delta_damage.mend(root, gap)}")
                 damage, latest = _open(root, name, store.table_uri(name), version, say)
         if damage is None:
             pinned = latest if latest.version() == version else delta.open_table(store.table_uri(name), version)
-            damage = delta.data_damage(root, name, pinned)
+            damage = delta_damage.data_damage(root, name, pinned)
         if damage is not None:
             found[name] = damage
         else:
@@ -86,10 +86,10 @@ def _open(root: str, name: str, uri: str, version: int, say):
         except Exception as e:  # noqa: BLE001 - deltalake's errors for a log damaged or gone
             if not (delta.is_delta_error(e) or isinstance(e, OSError)):
                 raise  # a fault of our own code keeps its traceback
-            damage = delta.diagnose(root, name, version, e)
-            if damage.kind not in (delta.CHECKPOINT, delta.BEYOND) or mended:
+            damage = delta_damage.diagnose(root, name, version, e)
+            if damage.kind not in (delta_damage.CHECKPOINT, delta_damage.BEYOND) or mended:
                 return damage, None
-            say(f"repaired: {delta.mend(root, damage)}")
+            say(f"repaired: {delta_damage.mend(root, damage)}")
             mended = True
 
 
@@ -148,10 +148,10 @@ def load_catalog(store: Store, record: SnapshotRecord) -> Catalog:
             raise
         root, version = str(store.root), record.tables["sources"]["version"]
         try:
-            found = delta.data_damage(root, "sources", delta.open_table(store.table_uri("sources"), version),
+            found = delta_damage.data_damage(root, "sources", delta.open_table(store.table_uri("sources"), version),
                                       footers=True)
         except Exception as again:  # noqa: BLE001 - its log
-            found = delta.diagnose(root, "sources", version, again)
+            found = delta_damage.diagnose(root, "sources", version, again)
         if found is None:
             raise
         raise DamagedTable(damage_message(root, found), table="sources", path=found.path) from None
@@ -170,9 +170,9 @@ def plan(store: Store, record: SnapshotRecord, damaged: dict[str, Damage], catal
     root = str(store.root)
     m = Mending(damaged=dict(damaged))
     for name, d in damaged.items():
-        if d.kind not in (delta.DATA, delta.LOST_LOG):
+        if d.kind not in (delta_damage.DATA, delta_damage.LOST_LOG):
             raise DamagedTable(damage_message(root, d), table=name, path=d.path)
-        if d.kind == delta.LOST_LOG:
+        if d.kind == delta_damage.LOST_LOG:
             m.remake.add(name)
         else:
             m.lost[name] = set(d.files)

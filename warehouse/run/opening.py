@@ -7,7 +7,7 @@ from __future__ import annotations
 from warehouse.errors import NotASnapshot
 from warehouse.run import damage
 from warehouse.run.commit import repair
-from warehouse.store.delta import Damage
+from warehouse.store.delta_damage import Damage
 from warehouse.store.snapshots import SnapshotRecord
 from warehouse.store.storage import Store
 

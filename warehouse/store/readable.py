@@ -11,7 +11,7 @@ from warehouse import remote
 from warehouse.errors import StorageError
 from warehouse.formatkit.declared import TABLES
 from warehouse.formatkit.declared_views import PATH_FIELDS
-from warehouse.store import delta
+from warehouse.store import delta, delta_damage
 from warehouse.store.snapshots import SnapshotRecord
 from warehouse.store.storage import Store
 
@@ -27,14 +27,14 @@ def pinned_files(store: Store, record: SnapshotRecord, schemas: dict | None = No
                  damaged: dict | None = None, opened: dict | None = None) -> dict[str, list[str]]:
     """table -> the files of the Delta version ``record`` pins; ``schemas`` (when given) gets each table's
     Arrow schema at that version, ``opened`` its DeltaTable opened there. A table whose log cannot be read:
-    with ``damaged`` (a dict), its ``delta.Damage`` goes there and the table is left out; without, a
+    with ``damaged`` (a dict), its ``delta_damage.Damage`` goes there and the table is left out; without, a
     StorageError saying so."""
     out = {}
     for name in declared(record):
         version = record.tables[name]["version"]
         if schemas is None and opened is None and not store.remote:
             # its log read here when it is the plain case (deltalake for anything else, and to say what is damaged);
-            # read whole, each commit the version needs is there and not empty (``delta.log_gap`` looks for that)
+            # read whole, each commit the version needs is there and not empty (``delta_damage.log_gap`` looks for that)
             found_files = delta.local_files(store.table_uri(name), version)
             if found_files is not None:
                 out[name] = found_files
@@ -43,7 +43,7 @@ def pinned_files(store: Store, record: SnapshotRecord, schemas: dict | None = No
             table = delta.open_table(store.table_uri(name), version)
             out[name], schema = delta.files_and_schema(table)
         except Exception as e:  # noqa: BLE001 - deltalake's errors for a log damaged, cleaned up or gone
-            found = delta.diagnose(str(store.root), name, version, e)
+            found = delta_damage.diagnose(str(store.root), name, version, e)
             if damaged is None:
                 raise StorageError(
                     f"{store.root}: snapshot {record.number} cannot be read any more: table {name} version "
@@ -52,8 +52,8 @@ def pinned_files(store: Store, record: SnapshotRecord, schemas: dict | None = No
             damaged[name] = found
             continue
         if damaged is not None and not store.remote:  # a commit emptied by a crash reads as no change at all
-            gap = delta.log_gap(str(store.root), name, version)
-            if gap is not None and gap.kind == delta.LOST_LOG:
+            gap = delta_damage.log_gap(str(store.root), name, version)
+            if gap is not None and gap.kind == delta_damage.LOST_LOG:
                 damaged[name] = gap
                 del out[name]
                 continue
@@ -68,7 +68,7 @@ def readable_snapshots(store: Store, records: list[SnapshotRecord] | None = None
     """The numbers of the snapshots (of ``records``, default all the readable ones) whose files are all still
     there: `warehouse compact` deletes the files only older snapshots read. Each table's log is read
     forward once, and each file looked for once, however many snapshots pin it. A snapshot pinning a
-    version of a table made again after it (its log lost: ``delta.made_after``) is not readable either."""
+    version of a table made again after it (its log lost: ``delta_damage.made_after``) is not readable either."""
     records = store.snapshots([]) if records is None else records
     pinned: dict[str, set[int]] = {}
     for record in records:
@@ -95,7 +95,7 @@ def readable_snapshots(store: Store, records: list[SnapshotRecord] | None = None
         if not ok[name, v]:
             return False
         if (name, v) not in made_by:
-            made_by[name, v] = delta.made_after(store.table_uri(name), v, -1)
+            made_by[name, v] = delta_damage.made_after(store.table_uri(name), v, -1)
         return made_by[name, v] is None or made_by[name, v] <= record.number
 
     return {r.number for r in records if all(pinned_ok(r, name) for name in declared(r))}
