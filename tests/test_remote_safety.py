@@ -20,9 +20,8 @@ import orjson
 import pytest
 
 import warehouse
-from warehouse import remote
 from warehouse.errors import LeaseLost, LockedError, ObjectStoreError
-from warehouse.store import delta, lease, storage
+from warehouse.store import delta, lease, remote_root, storage
 from warehouse.store.lease import Lease
 from warehouse.store.storage import Store
 
@@ -38,8 +37,8 @@ def _lines() -> list[bytes]:
 
 def _expire(url: str) -> None:
     """Time passing for a lease nobody renews: its stored expiry moved into the past (conditionally)."""
-    data, e_tag = remote.read_versioned(url)
-    remote.replace_object(url, orjson.dumps({**orjson.loads(data), "expires": 0}), e_tag)
+    data, e_tag = remote_root.read_versioned(url)
+    remote_root.replace_object(url, orjson.dumps({**orjson.loads(data), "expires": 0}), e_tag)
 
 
 # --- 1. the lease ---------------------------------------------------------------------------------
@@ -47,12 +46,12 @@ def _expire(url: str) -> None:
 
 def test_two_takers_of_one_stale_lease_exactly_one_wins(s3, bucket):
     url = f"s3://{bucket}/wh/.warehouse/lock"
-    remote.create_object(url, orjson.dumps({"holder": "a dead writer", "token": "t", "expires": 0}))
+    remote_root.create_object(url, orjson.dumps({"holder": "a dead writer", "token": "t", "expires": 0}))
     one, two = Lease(url, "wh"), Lease(url, "wh")
-    _, e_tag = remote.read_versioned(url)  # both read the stale lease, then both try to take it over
+    _, e_tag = remote_root.read_versioned(url)  # both read the stale lease, then both try to take it over
     assert sorted([one.take(e_tag), two.take(e_tag)]) == [False, True]
     winner = one if one.e_tag else two
-    assert orjson.loads(remote.read_versioned(url)[0])["token"] == winner.me["token"]
+    assert orjson.loads(remote_root.read_versioned(url)[0])["token"] == winner.me["token"]
     # through the whole path: a third taker finds the winner's live lease and is told who holds it
     holder = Lease(url, "wh").try_take()
     assert holder["holder"] == winner.me["holder"]
@@ -63,10 +62,10 @@ def test_two_takers_of_one_stale_lease_exactly_one_wins(s3, bucket):
                                   b'{"expires": null}', b"[1]", b"not json"])
 def test_a_lock_object_that_is_no_lease_is_taken_over(s3, bucket, body):
     url = f"s3://{bucket}/wh/.warehouse/lock"
-    remote.create_object(url, body)
+    remote_root.create_object(url, body)
     lease = Lease(url, "wh")
     assert lease.try_take() is None
-    assert orjson.loads(remote.read_versioned(url)[0])["token"] == lease.me["token"]
+    assert orjson.loads(remote_root.read_versioned(url)[0])["token"] == lease.me["token"]
 
 
 def test_a_renewal_past_the_expiry_keeps_the_lease_only_if_nobody_took_it(s3, bucket, monkeypatch):
@@ -84,15 +83,15 @@ def test_a_renewal_past_the_expiry_keeps_the_lease_only_if_nobody_took_it(s3, bu
     assert paused.lost == other.me["holder"]
     with pytest.raises(LeaseLost, match=f"taken over by {re.escape(other.me['holder'])}"):
         paused.check()
-    assert orjson.loads(remote.read_versioned(url)[0])["token"] == other.me["token"]
+    assert orjson.loads(remote_root.read_versioned(url)[0])["token"] == other.me["token"]
     paused.release()  # a lost lease is not released: it is the other writer's
-    assert orjson.loads(remote.read_versioned(url)[0])["token"] == other.me["token"]
+    assert orjson.loads(remote_root.read_versioned(url)[0])["token"] == other.me["token"]
     # a renewal late but first wins: a taker that read the lapsed lease before it fails
     other.release()
     late = Lease(url, "wh")
     assert late.try_take() is None
     clock[0] += 6
-    _, lapsed = remote.read_versioned(url)
+    _, lapsed = remote_root.read_versioned(url)
     late.renew()
     assert late.lost is None
     assert not Lease(url, "wh").take(lapsed)
@@ -112,7 +111,7 @@ def test_a_lease_expiring_decades_ahead_is_shown_and_taken_over_once_nobody_rene
 
     def write(body: dict, e_tag: str | None = None) -> None:
         data = orjson.dumps({"holder": "pid 7 on fast-clock", "token": "t", **body})
-        remote.replace_object(url, data, e_tag) if e_tag else remote.create_object(url, data)
+        remote_root.replace_object(url, data, e_tag) if e_tag else remote_root.create_object(url, data)
 
     write({"expires": decades})
     with pytest.raises(LockedError) as e:
@@ -125,14 +124,14 @@ def test_a_lease_expiring_decades_ahead_is_shown_and_taken_over_once_nobody_rene
     assert waiter.try_take()["holder"] == "pid 7 on fast-clock"
     for _ in range(3):  # a live writer with the same wrong clock renews: never taken, however long we wait
         clock[0] += lease.LEASE_SECONDS / 2
-        write({"expires": decades + clock[0]}, remote.read_versioned(url)[1])
+        write({"expires": decades + clock[0]}, remote_root.read_versioned(url)[1])
         assert waiter.try_take() is not None
     clock[0] += lease.LEASE_SECONDS + 1  # nobody renewed it for a whole lease period: its writer is gone
     assert waiter.try_take() is None
-    assert orjson.loads(remote.read_versioned(url)[0])["token"] == waiter.me["token"]
+    assert orjson.loads(remote_root.read_versioned(url)[0])["token"] == waiter.me["token"]
     waiter.release()
     # a waiting writer (not --no-wait) gets there by itself: the sleep between looks moves the clock
-    write({"expires": decades}, remote.read_versioned(url)[1])
+    write({"expires": decades}, remote_root.read_versioned(url)[1])
     monkeypatch.setattr(storage.time, "sleep", lambda seconds: clock.__setitem__(0, clock[0] + seconds))
     said = []
     with Store(root).lock(announce=said.append):
@@ -155,7 +154,7 @@ def test_a_run_whose_lease_was_taken_over_refuses_to_commit_and_the_new_holder_r
         version = original(*args, **kwargs)
         calls.append(args[0])
         if len(calls) == 1:  # after the first table's commit, another writer takes the lease over
-            assert thief.take(remote.read_versioned(store.lock_path)[1])
+            assert thief.take(remote_root.read_versioned(store.lock_path)[1])
         return version
 
     monkeypatch.setattr(delta, "commit_table", commit_table)
@@ -189,42 +188,42 @@ def test_a_lease_put_that_landed_without_a_reply_is_still_this_runs(s3, bucket, 
     url = f"s3://{bucket}/wh/.warehouse/lock"
     lease = Lease(url, "wh")
     assert lease.try_take() is None
-    replace = remote.replace_object
-    monkeypatch.setattr(remote, "replace_object", _lost_reply(replace))
+    replace = remote_root.replace_object
+    monkeypatch.setattr(remote_root, "replace_object", _lost_reply(replace))
     with pytest.raises(ObjectStoreError):  # (the renewing thread tries again at its next turn)
         lease.renew()
-    monkeypatch.setattr(remote, "replace_object", replace)
+    monkeypatch.setattr(remote_root, "replace_object", replace)
     lease.check()  # before a commit step: still this run's lease, renewed
-    assert lease.lost is None and lease.e_tag == remote.read_versioned(url)[1]
-    monkeypatch.setattr(remote, "replace_object", _lost_reply(replace))
+    assert lease.lost is None and lease.e_tag == remote_root.read_versioned(url)[1]
+    monkeypatch.setattr(remote_root, "replace_object", _lost_reply(replace))
     with pytest.raises(ObjectStoreError):
         lease.renew()
-    monkeypatch.setattr(remote, "replace_object", replace)
+    monkeypatch.setattr(remote_root, "replace_object", replace)
     lease.release()  # released, not left to lapse
-    assert orjson.loads(remote.read_versioned(url)[0])["released"]
+    assert orjson.loads(remote_root.read_versioned(url)[0])["released"]
     # a take whose create landed: the next look finds this run's own lease, not a holder to wait for
     other = f"s3://{bucket}/wh2/.warehouse/lock"
     taker = Lease(other, "wh2")
-    create = remote.create_object
-    monkeypatch.setattr(remote, "create_object", _lost_reply(create))
+    create = remote_root.create_object
+    monkeypatch.setattr(remote_root, "create_object", _lost_reply(create))
     with pytest.raises(ObjectStoreError):
         taker.try_take()
-    monkeypatch.setattr(remote, "create_object", create)
+    monkeypatch.setattr(remote_root, "create_object", create)
     assert taker.try_take() is None
-    assert taker.e_tag == remote.read_versioned(other)[1]
+    assert taker.e_tag == remote_root.read_versioned(other)[1]
 
 
 def test_a_lease_that_cannot_be_released_leaves_the_committed_run_committed(s3, bucket, monkeypatch, capsys):
     root = f"s3://{bucket}/wh"
     put(s3, f"s3://{bucket}/src/a.jsonl", _lines()[0])
-    replace = remote.replace_object
+    replace = remote_root.replace_object
 
     def no_release(url, data, e_tag):
         if orjson.loads(data).get("released"):
             raise ObjectStoreError(f"{url}: cannot reach the endpoint: check AWS_ENDPOINT_URL and the network")
         return replace(url, data, e_tag)
 
-    monkeypatch.setattr(remote, "replace_object", no_release)
+    monkeypatch.setattr(remote_root, "replace_object", no_release)
     summary = warehouse.ingest(f"s3://{bucket}/src", root, progress=False)
     assert summary.committed and Store(root).snapshot_numbers() == [1]
     err = capsys.readouterr().err
@@ -250,7 +249,7 @@ def test_a_compact_whose_lease_was_taken_over_stops_before_its_next_commit_step(
     def open_table(uri, *args, **kwargs):
         opened.append(uri)
         if len(opened) == 1:  # compact has the lease; another writer takes it over
-            assert thief.take(remote.read_versioned(store.lock_path)[1])
+            assert thief.take(remote_root.read_versioned(store.lock_path)[1])
         return original(uri, *args, **kwargs)
 
     monkeypatch.setattr(delta, "open_table", open_table)
@@ -260,7 +259,7 @@ def test_a_compact_whose_lease_was_taken_over_stops_before_its_next_commit_step(
     assert store.snapshot_numbers() == [1, 2]
     for name, table in pinned.items():  # no table committed past its pin, none repaired by the loser
         assert delta.open_table(store.table_uri(name)).version() == table["version"], name
-    assert orjson.loads(remote.read_versioned(store.lock_path)[0])["token"] == thief.me["token"]
+    assert orjson.loads(remote_root.read_versioned(store.lock_path)[0])["token"] == thief.me["token"]
 
 
 # --- 2. errors on root writes ---------------------------------------------------------------------
@@ -441,7 +440,7 @@ def test_the_table_folders_of_a_remote_root_cost_one_listing_each(s3, bucket):
     s3.start_recording()
     dirs = store.table_dirs()
     listings = [q for m, q in s3.recorded() if m == "GET" and "list-type=2" in q]
-    folders = [n for n in remote.list_folders(root) if not n.startswith(".")]
+    folders = [n for n in remote_root.list_folders(root) if not n.startswith(".")]
     assert f"{root}/responses_new" in dirs
     assert len(listings) == 1 + len(folders), listings  # the root, then each table folder once
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from warehouse import remote
 from warehouse.formatkit.declared import TABLES
 from warehouse.reading.statements import create_view, duckdb_errors
 from warehouse.reading.statements import quote as _quote
+from warehouse.store import remote_root
 from warehouse.store.snapshots import SnapshotRecord
 from warehouse.tables import Table, duckdb_type
 
@@ -107,8 +107,8 @@ def register_remote_files(con: duckdb.DuckDBPyConnection, files: dict[str, list[
         if not urls:
             out[name] = []
             continue
-        fs, _ = remote.fs_path(urls[0])
-        paths = [remote.fs_path(u)[1] for u in urls]
+        fs, _ = remote_root.fs_path(urls[0])
+        paths = [remote_root.fs_path(u)[1] for u in urls]
         dataset = ds.dataset(paths, filesystem=fs, format="parquet", schema=schemas[name])
         relation = f"_warehouse_arrow_{name}"
         con.register(relation, dataset)

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 
 from warehouse import remote, urlpaths
 from warehouse.formatkit.dependencies import DependsOn
+from warehouse.store import remote_root
 from warehouse.store.snapshots import SnapshotRecord
 from warehouse.store.storage import Store
 from warehouse.urlpaths import inside
@@ -46,10 +47,9 @@ class Catalog:
         files = [] if version is None else delta.live_files(store.table_uri("sources"), version)
         if not files:
             return cls()
-        from warehouse import remote
 
         def read(f: str) -> pa.Table:
-            fs, where = remote.fs_path(f)
+            fs, where = remote_root.fs_path(f)
             # one file: not pq.read_table, whose pyarrow.dataset makes pyarrow import pandas (0.15 s)
             return pq.ParquetFile(where, filesystem=fs).read()
 

@@ -43,7 +43,7 @@ from warehouse.run.catalog import Catalog
 from warehouse.run.damage import Mending, drop_new_log, set_aside_log
 from warehouse.run.path_fields import PathFieldsAhead, materialize_path_fields
 from warehouse.run.worker import BatchResult
-from warehouse.store import delta
+from warehouse.store import delta, remote_root
 from warehouse.store.delta import Part
 from warehouse.store.files import fsync
 from warehouse.store.snapshots import RUN_ID, SnapshotRecord
@@ -177,7 +177,7 @@ def commit(store: Store, record: SnapshotRecord, catalog: Catalog, changes: Chan
 
     sources_path = store.data_path("sources", f"{run_id}.parquet")
     rows = [rows_of[p] for p in sorted(rows_of)]
-    fs, where = remote.fs_path(sources_path)
+    fs, where = remote_root.fs_path(sources_path)
     pq.write_table(pa.Table.from_pylist(rows, schema=SOURCES.arrow_schema), where, filesystem=fs, **PARQUET_OPTIONS)
     plan.append(_whole(store, record, "sources", SOURCES.arrow_schema, Part.of(str(store.root), sources_path),
                        mending.remake))
@@ -226,7 +226,7 @@ def _path_fields(store: Store, rows: list[dict], sources_path: str, pf_path: str
         local_sources, local_pf = os.path.join(tmp, "sources.parquet"), os.path.join(tmp, "path_fields.parquet")
         pq.write_table(pa.Table.from_pylist(rows, schema=SOURCES.arrow_schema), local_sources, **PARQUET_OPTIONS)
         schema = materialize_path_fields(local_sources, local_pf)
-        fs, where = remote.fs_path(pf_path)
+        fs, where = remote_root.fs_path(pf_path)
         with open(local_pf, "rb") as src, fs.open_output_stream(where) as dst:
             shutil.copyfileobj(src, dst, 8 << 20)
     return schema
@@ -306,7 +306,7 @@ def _drop_rows_of(store: Store, change: _TableChange, paths: set[str], new_name,
             continue
         if low is not None and high is not None and not _any_between(wanted, low, high):
             continue
-        fs, where = remote.fs_path(path)
+        fs, where = remote_root.fs_path(path)
         try:
             src = pq.ParquetFile(fs.open_input_file(where))
         except (OSError, ValueError) as e:  # the same size as logged, yet not Parquet: check's listing cannot tell
@@ -333,7 +333,7 @@ def _drop_rows_of(store: Store, change: _TableChange, paths: set[str], new_name,
 
 
 def _schema(path: str) -> pa.Schema:
-    fs, where = remote.fs_path(path)
+    fs, where = remote_root.fs_path(path)
     return pq.read_schema(where, filesystem=fs)
 
 
@@ -409,7 +409,7 @@ def repair(store: Store, record: SnapshotRecord, *, delete_orphans: bool = True,
                 for name in store.run_files(str(d)):
                     m = RUN_ID.match(name)
                     if m and m.group() not in known:
-                        remote.delete_object(f"{d}/{name}")
+                        remote_root.delete_object(f"{d}/{name}")
                         n += 1
                 continue
             for f in d.iterdir():

@@ -35,7 +35,7 @@ from warehouse.formatkit.declared import TABLES
 from warehouse.formatkit.declared_views import PATH_FIELDS
 from warehouse.reading.damaged import damage_message
 from warehouse.run.catalog import Catalog
-from warehouse.store import delta, delta_damage
+from warehouse.store import delta, delta_damage, remote_root
 from warehouse.store.delta_damage import Damage
 from warehouse.store.readable import declared
 from warehouse.store.snapshots import SnapshotRecord
@@ -220,7 +220,7 @@ def _paths_in_tables(store: Store, record: SnapshotRecord, damaged: dict[str, Da
         if name in damaged or name not in TABLES or not TABLES[name].per_source:
             continue
         for f in delta.live_files(store.table_uri(name), record.tables[name]["version"]):
-            fs, where = remote.fs_path(f)
+            fs, where = remote_root.fs_path(f)
             column = pq.ParquetFile(where, filesystem=fs).read(columns=["source_path"])["source_path"]
             out |= {p for p in column.unique().to_pylist() if p is not None}
     return out
@@ -232,12 +232,12 @@ def set_aside_log(store: Store, table: str, run_id: str) -> str | None:
     src = f"{store.table_uri(table)}/{delta.LOG}"
     dst = f"{store.root}/{STATE_DIR}/{DAMAGED}/{table}-{run_id}-{delta.LOG}"
     if store.remote:
-        names = remote.list_objects(src, recursive=True)
+        names = remote_root.list_objects(src, recursive=True)
         for name, _ in names:
-            data = remote.read_object(f"{src}/{name}")
+            data = remote_root.read_object(f"{src}/{name}")
             if data is not None:
-                remote.create_object(f"{dst}/{name}", data)
-            remote.delete_object(f"{src}/{name}")
+                remote_root.create_object(f"{dst}/{name}", data)
+            remote_root.delete_object(f"{src}/{name}")
         return dst if names else None
     if not os.path.lexists(src):
         return None
@@ -251,7 +251,7 @@ def drop_new_log(store: Store, table: str) -> None:
     the run found it (lost; the next run makes it again)."""
     src = f"{store.table_uri(table)}/{delta.LOG}"
     if store.remote:
-        for name, _ in remote.list_objects(src, recursive=True):
-            remote.delete_object(f"{src}/{name}")
+        for name, _ in remote_root.list_objects(src, recursive=True):
+            remote_root.delete_object(f"{src}/{name}")
     else:
         shutil.rmtree(src, ignore_errors=True)

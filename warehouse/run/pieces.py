@@ -13,12 +13,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator, Sequence
 
-from warehouse import remote
 from warehouse.formatkit.dependencies import DependsOn
 from warehouse.formatkit.ingestor import Ingestor
 from warehouse.formatkit.linescan import count_lines
 from warehouse.formatkit.opening import open_source
 from warehouse.run.worker import BatchResult, WorkItem, detect
+from warehouse.store import remote_root
 
 #: JSONL files larger than this are split into pieces of about this size, ingested in parallel
 CHUNK_BYTES = 32 * 1024 * 1024
@@ -140,7 +140,7 @@ def merge_pieces(results: list[BatchResult], scans: list[FileScan], root: str) -
             for r in results:
                 if r.piece_of == path:
                     for part in r.parts.values():
-                        remote.delete(f"{root}/{part.path}")  # a local root or a URL alike
+                        remote_root.delete(f"{root}/{part.path}")  # a local root or a URL alike
                     r.parts, r.records_ingested, r.records_quarantined = {}, 0, 0
             merged.unchanged.append((path, scan.mtime_ns))
             continue

@@ -16,12 +16,13 @@ from dataclasses import dataclass
 import orjson
 import pyarrow as pa
 
-from warehouse import remote, urlpaths
+from warehouse import urlpaths
 from warehouse.errors import InvalidBatch, RecordError, StrictFailure, StrictStop, UsageError
 from warehouse.formatkit.declared import TABLES
 from warehouse.formatkit.ingestor import Ingestor
 from warehouse.formatkit.readers import RAW_LIMIT
 from warehouse.formatkit.records import LOCATOR_LIMIT, Record, RecordContext, short_locator, short_message, stable_id
+from warehouse.store import remote_root
 from warehouse.store.delta import Part
 from warehouse.store.storage import Store
 from warehouse.store.writer import CONVERSION_ERRORS as _CONVERSION_ERRORS
@@ -233,7 +234,7 @@ class RecordSink:
             try:
                 w.close()
             finally:
-                remote.delete(w.path)
+                remote_root.delete(w.path)
         self.writers.clear()
 
     # --- inside -------------------------------------------------------------------------

@@ -41,9 +41,10 @@ def read_file(schema, url: str, options: dict[str, str]) -> Iterator:
     import pyarrow.parquet as pq
 
     from warehouse import remote
+    from warehouse.store import remote_root
 
     remote.configure(options)
-    fs, path = remote.fs_path(url)
+    fs, path = remote_root.fs_path(url)
     try:
         f = pq.ParquetFile(path, filesystem=fs)
     except Exception as e:  # noqa: BLE001 - pyarrow's OSError: the same one-line message as a run gives

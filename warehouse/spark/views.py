@@ -49,6 +49,7 @@ def register(spark: SparkSession, root: str | os.PathLike, *, as_of: int | None 
     root by Spark's own Parquet reader, or the Delta connector when the session has it.
     """
     from warehouse import checks, remote, urlpaths
+    from warehouse.store import remote_root
 
     names = []
     as_of = checks.as_of(as_of)
@@ -57,7 +58,7 @@ def register(spark: SparkSession, root: str | os.PathLike, *, as_of: int | None 
         from warehouse.spark.source import frame
 
         files = snapshot_files(root, as_of=as_of)
-        options = remote.delta_options(os.fspath(root)) or {}
+        options = remote_root.delta_options(os.fspath(root)) or {}
         frames = {t.name: frame(spark, t.name, files[t.name], options) if files.get(t.name)
                   else _table_frame(spark, t, []) for t in TABLES.values()}
     elif has_delta_connector(spark):

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import orjson
 
+from warehouse.store import remote_root
+
 #: string min / max longer than this are left out of a file's statistics: they would bloat
 #: the Delta log (response texts) and a reader gains nothing from them
 STATS_STRING_MAX = 256
@@ -39,9 +41,9 @@ class Part:
     def of(cls, root: str, abspath: str) -> "Part":
         import pyarrow.parquet as pq
 
-        from warehouse import remote
+        from warehouse.store import remote_root
 
-        fs, path = remote.fs_path(abspath)
+        fs, path = remote_root.fs_path(abspath)
         meta = pq.read_metadata(path, filesystem=fs)
         info = fs.get_file_info(path)
         return cls(os.path.relpath(abspath, root), meta.num_rows, info.size, int(info.mtime.timestamp() * 1000),
@@ -112,19 +114,18 @@ def is_delta_error(e: BaseException) -> bool:
 
 
 def is_table(uri: str) -> bool:
-    from warehouse import remote, urlpaths
+    from warehouse import urlpaths
 
     if urlpaths.is_url(uri):
-        return "_delta_log" in remote.list_folders(uri)
+        return "_delta_log" in remote_root.list_folders(uri)
     return os.path.isdir(os.path.join(uri, "_delta_log"))
 
 
 def open_table(uri: str, version: int | None = None):
     from deltalake import DeltaTable
 
-    from warehouse import remote
 
-    return DeltaTable(uri, version=version, storage_options=remote.delta_options(uri))
+    return DeltaTable(uri, version=version, storage_options=remote_root.delta_options(uri))
 
 
 def properties(metadata: dict):
@@ -156,10 +157,9 @@ def _commit_table(uri: str, version: int | None, arrow_schema, adds: list[Part],
     actions = [AddAction(_in_table(p.path), p.size, {}, p.mtime_ms, True, p.stats) for p in adds]
     props = properties(metadata)
     if version is None:
-        from warehouse import remote
 
         create_table_with_add_actions(uri, Schema.from_arrow(arrow_schema), actions, mode="error",
-                                      commit_properties=props, storage_options=remote.delta_options(uri))
+                                      commit_properties=props, storage_options=remote_root.delta_options(uri))
         return 0
     dt = open_table(uri)
     _add_new_columns(dt, arrow_schema, props)
@@ -400,10 +400,10 @@ LAST_CHECKPOINT = "_last_checkpoint"
 
 def read_bytes(path: str) -> bytes | None:
     """The bytes of a file or an object; None when it does not exist."""
-    from warehouse import remote, urlpaths
+    from warehouse import urlpaths
 
     if urlpaths.is_url(path):
-        return remote.read_object(path)
+        return remote_root.read_object(path)
     try:
         with open(path, "rb") as f:
             return f.read()

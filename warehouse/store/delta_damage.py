@@ -18,6 +18,7 @@ from pathlib import Path
 import orjson
 
 from warehouse.errors import first_line
+from warehouse.store import remote_root
 from warehouse.store.delta import (
     CHECKPOINT_FILE,
     COMMIT_FILE,
@@ -62,8 +63,9 @@ def _listing(folder: str) -> dict[str, int] | None:
     import pyarrow.fs as pafs
 
     from warehouse import remote, urlpaths
+    from warehouse.store import remote_root
 
-    fs, path = remote.fs_path(folder)
+    fs, path = remote_root.fs_path(folder)
     try:
         infos = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
     except FileNotFoundError:
@@ -80,9 +82,8 @@ def _listing(folder: str) -> dict[str, int] | None:
 def _parquet_readable(path: str) -> bool:
     import pyarrow.parquet as pq
 
-    from warehouse import remote
 
-    fs, where = remote.fs_path(path)
+    fs, where = remote_root.fs_path(path)
     try:
         pq.read_metadata(where, filesystem=fs)
         return True
@@ -235,7 +236,7 @@ def mend(root: str, damage: Damage) -> str:
         if LAST_CHECKPOINT in files and checkpoint_hint(log) not in whole:
             gone.append(LAST_CHECKPOINT)
     for n in gone:
-        remote.delete(f"{log}/{n}")
+        remote_root.delete(f"{log}/{n}")
     if damage.kind == BEYOND:
         return f"{damage.table}: {damage.what}: removed ({len(gone)} files of its log, never pinned by a snapshot)"
     files = _listing(log) or {}
@@ -254,10 +255,10 @@ def mend(root: str, damage: Damage) -> str:
 
 
 def _write(path: str, data: bytes) -> None:
-    from warehouse import remote, urlpaths
+    from warehouse import urlpaths
 
     if urlpaths.is_url(path):
-        remote.create_object(path, data)
+        remote_root.create_object(path, data)
         return
     from warehouse.store.files import create_if_absent
 
@@ -300,8 +301,7 @@ def _file_sizes(dt) -> dict[str, int]:
 def _size(path: str) -> int | None:
     import pyarrow.fs as pafs
 
-    from warehouse import remote
 
-    fs, where = remote.fs_path(path)
+    fs, where = remote_root.fs_path(path)
     info = fs.get_file_info(where)
     return info.size if info.type == pafs.FileType.File else None

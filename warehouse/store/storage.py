@@ -29,9 +29,10 @@ from pathlib import Path
 
 import orjson
 
-from warehouse import remote, urlpaths
+from warehouse import urlpaths
 from warehouse.errors import LeaseLost, LockedError, NotASnapshot, ObjectStoreError, StorageError
 from warehouse.store import lease as leases
+from warehouse.store import remote_root
 from warehouse.store.files import create_if_absent, fsync, not_a_link, open_regular, rmdir_if_empty
 from warehouse.store.lease import Lease, holder_of
 from warehouse.store.snapshots import RUN_ID, SnapshotRecord, new_run_id
@@ -344,17 +345,17 @@ class RootURL(str):
 
     def exists(self) -> bool:
         """An object, or a prefix holding objects, is at this URL (one request)."""
-        return remote.kind(self) is not None
+        return remote_root.kind(self) is not None
 
     def is_dir(self) -> bool:
         """A prefix holding objects (or the bucket itself) is at this URL: not a single object."""
-        return remote.kind(self) == "dir"
+        return remote_root.kind(self) == "dir"
 
 
 class RemoteStore(Store):
     """A warehouse under a URL (``s3://bucket/prefix``): the same layout, written through ``remote``.
 
-    * the snapshot commit point is a conditional put (``remote.create_object``: S3 ``If-None-Match``);
+    * the snapshot commit point is a conditional put (``remote_root.create_object``: S3 ``If-None-Match``);
     * the writer lock is a *lease*: the object ``.warehouse/lock`` created by the same conditional
       put, holding the holder, its run and an expiry, renewed while the run lasts and released at
       its end; a lease past its expiry (a writer that died) is taken over (docs/storage.md);
@@ -370,7 +371,7 @@ class RemoteStore(Store):
     # --- snapshots ---------------------------------------------------------
 
     def snapshot_numbers(self) -> list[int]:
-        names = [n for n, _ in remote.list_objects(self.state_dir / SNAPSHOTS)]
+        names = [n for n, _ in remote_root.list_objects(self.state_dir / SNAPSHOTS)]
         return sorted(int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit())
 
     def legacy(self) -> bool:
@@ -380,23 +381,23 @@ class RemoteStore(Store):
         pass  # a prefix is never a file
 
     def _snapshot_bytes(self, where, number: int) -> bytes:
-        data = remote.read_object(where)
+        data = remote_root.read_object(where)
         if data is None:
             raise StorageError(f"{where}: snapshot {number} is gone")
         return data
 
     def set_aside(self, number: int) -> str:
         src = self.state_dir / SNAPSHOTS / f"{number}.json"
-        data = remote.read_object(src)
+        data = remote_root.read_object(src)
         dst = self.state_dir / DAMAGED / f"{number}-{new_run_id()}.json"
         if data is not None:
-            remote.create_object(dst, data)
-            remote.delete_object(src)
+            remote_root.create_object(dst, data)
+            remote_root.delete_object(src)
         return str(dst)
 
     def write_snapshot(self, record: SnapshotRecord) -> None:
         try:
-            remote.create_object(self.state_dir / SNAPSHOTS / f"{record.number}.json",
+            remote_root.create_object(self.state_dir / SNAPSHOTS / f"{record.number}.json",
                                  orjson.dumps(record.to_json(), option=orjson.OPT_INDENT_2))
         except FileExistsError:
             raise _committed_meanwhile(self, record.number) from None
@@ -417,22 +418,22 @@ class RemoteStore(Store):
 
     def table_dirs(self, names: set[str] | None = None) -> list[RootURL]:
         out = []
-        for name in sorted(remote.list_folders(self.root)):
+        for name in sorted(remote_root.list_folders(self.root)):
             if name.startswith(".") or (names is not None and name not in names):
                 continue
             d = self.root / name
-            folders, objects = remote.list_entries(d)  # one listing answers both questions
+            folders, objects = remote_root.list_entries(d)  # one listing answers both questions
             if "_delta_log" in folders or any(RUN_ID.match(n) for n in objects):
                 out.append(d)
         return out
 
     def run_files(self, table_dir: str) -> list[str]:
         """The data files directly in a table folder (names)."""
-        return [n for n, _ in remote.list_objects(table_dir)]
+        return [n for n, _ in remote_root.list_objects(table_dir)]
 
     def remove_tree(self, url: str) -> None:
-        for name, _ in remote.list_objects(url, recursive=True):
-            remote.delete_object(f"{url}/{name}")
+        for name, _ in remote_root.list_objects(url, recursive=True):
+            remote_root.delete_object(f"{url}/{name}")
 
     # --- writing -----------------------------------------------------------
 
@@ -490,7 +491,7 @@ class RemoteStore(Store):
         for d in self.table_dirs():
             for name in self.run_files(d):
                 if name.startswith(run_id):
-                    remote.delete_object(f"{d}/{name}")
+                    remote_root.delete_object(f"{d}/{name}")
 
     def forget(self, *, created: str | None) -> None:
         """After a run that committed nothing into a root with no warehouse: its lease deleted, as a local

@@ -229,9 +229,10 @@ def open_parquet_writer(path: str, schema: pa.Schema, first: pa.Table | None = N
     """A ParquetWriter at a local path (its folder made) or at a URL (a remote root: through pyarrow.fs).
     ``first``: the rows about to be written, to choose the columns worth a dictionary from;
     ``encodings``: Parquet column paths written in an encoding of their own (``column_encodings``)."""
-    from warehouse import remote, urlpaths
+    from warehouse import urlpaths
+    from warehouse.store import remote_root
 
-    fs, where = remote.fs_path(path)
+    fs, where = remote_root.fs_path(path)
     if not urlpaths.is_url(path):
         os.makedirs(os.path.dirname(path), exist_ok=True)
     options = dict(PARQUET_OPTIONS)
