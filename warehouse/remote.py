@@ -52,7 +52,7 @@ from typing import Any
 
 from warehouse.access import WHAT_TO_CHECK, WHAT_TO_CHECK_WRITING, canonical, resolve, scrub, translate
 from warehouse.errors import ObjectStoreError, UsageError
-from warehouse.urlpaths import SCHEMES, is_url, normpath, split  # carve-back
+from warehouse.urlpaths import SCHEMES, is_url, normpath, split
 
 #: bytes fetched per ranged GET when an object is read in order
 BUFFER_BYTES = 8 << 20

@@ -10,7 +10,6 @@ import time
 
 import orjson
 
-from warehouse import remote
 from warehouse.errors import LeaseLost, Superseded
 from warehouse.store import remote_root
 

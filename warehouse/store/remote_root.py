@@ -192,3 +192,22 @@ def kind(url: str) -> str | None:
     except Exception as e:  # noqa: BLE001
         raise run_error(url, e) from None
     return {pafs.FileType.File: "file", pafs.FileType.Directory: "dir"}.get(info.type)
+
+
+class RootURL(str):
+    """A remote root as the rest of the code holds a root: text that joins with ``/``."""
+
+    def __truediv__(self, name: str) -> "RootURL":
+        return RootURL(f"{self}/{name}")
+
+    @property
+    def name(self) -> str:
+        return self.rsplit("/", 1)[-1]
+
+    def exists(self) -> bool:
+        """An object, or a prefix holding objects, is at this URL (one request)."""
+        return kind(self) is not None
+
+    def is_dir(self) -> bool:
+        """A prefix holding objects (or the bucket itself) is at this URL: not a single object."""
+        return kind(self) == "dir"

@@ -8,7 +8,7 @@ import re
 import secrets
 from dataclasses import dataclass, field
 
-from warehouse.errors import NotASnapshot, StorageError
+from warehouse.errors import LeaseLost, NotASnapshot, StorageError
 
 #: the version of this layout, in every snapshot; the layout before it (``manifest.json``) is 1
 FORMAT_VERSION = 2
@@ -107,3 +107,13 @@ def _not_a_snapshot(d, number: int) -> str | None:
         if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
             return f"its table {name} has columns {columns!r}, not a list of names"
     return None
+
+
+def committed_meanwhile(store, number: int) -> LeaseLost:
+    """Snapshot ``number`` exists already: another writer committed it while this run held the lock (which
+    only a lock file deleted by hand, or a lease taken over, allows). The tables are that writer's now: no repair."""
+    return LeaseLost(
+        f"{store.root}: snapshot {number} was committed by another writer while this run held the lock (was "
+        f"{store.lock_path} deleted?); this run's snapshot was not written and nothing of it is in the warehouse "
+        "(the next run repairs the tables): run again"
+    )

@@ -35,7 +35,8 @@ from warehouse.store import lease as leases
 from warehouse.store import remote_root
 from warehouse.store.files import create_if_absent, fsync, not_a_link, open_regular, rmdir_if_empty
 from warehouse.store.lease import Lease, holder_of
-from warehouse.store.snapshots import RUN_ID, SnapshotRecord, new_run_id
+from warehouse.store.remote_root import RootURL
+from warehouse.store.snapshots import RUN_ID, SnapshotRecord, committed_meanwhile, new_run_id
 
 STATE_DIR = ".warehouse"
 SNAPSHOTS = "snapshots"
@@ -170,7 +171,7 @@ class Store:
             create_if_absent(self.state_dir / SNAPSHOTS / f"{record.number}.json",
                              orjson.dumps(record.to_json(), option=orjson.OPT_INDENT_2))
         except FileExistsError:
-            raise _committed_meanwhile(self, record.number) from None
+            raise committed_meanwhile(self, record.number) from None
 
     # --- tables ------------------------------------------------------------
 
@@ -320,40 +321,15 @@ class Store:
             d = os.path.dirname(d)
 
 
-def _committed_meanwhile(store: "Store", number: int) -> "LeaseLost":
-    """Snapshot ``number`` exists already: another writer committed it while this run held the lock (which
-    only a lock file deleted by hand, or a lease taken over, allows). The tables are that writer's now: no repair."""
-    return LeaseLost(
-        f"{store.root}: snapshot {number} was committed by another writer while this run held the lock (was "
-        f"{store.lock_path} deleted?); this run's snapshot was not written and nothing of it is in the warehouse "
-        "(the next run repairs the tables): run again"
-    )
 
 
 # --- a root on object storage ------------------------------------------------------------------
 
 
-class RootURL(str):
-    """A remote root as the rest of the code holds a root: text that joins with ``/``."""
-
-    def __truediv__(self, name: str) -> "RootURL":
-        return RootURL(f"{self}/{name}")
-
-    @property
-    def name(self) -> str:
-        return self.rsplit("/", 1)[-1]
-
-    def exists(self) -> bool:
-        """An object, or a prefix holding objects, is at this URL (one request)."""
-        return remote_root.kind(self) is not None
-
-    def is_dir(self) -> bool:
-        """A prefix holding objects (or the bucket itself) is at this URL: not a single object."""
-        return remote_root.kind(self) == "dir"
 
 
 class RemoteStore(Store):
-    """A warehouse under a URL (``s3://bucket/prefix``): the same layout, written through ``remote``.
+    """A warehouse under a URL (``s3://bucket/prefix``): the same layout, written through ``remote_root``.
 
     * the snapshot commit point is a conditional put (``remote_root.create_object``: S3 ``If-None-Match``);
     * the writer lock is a *lease*: the object ``.warehouse/lock`` created by the same conditional
@@ -400,7 +376,7 @@ class RemoteStore(Store):
             remote_root.create_object(self.state_dir / SNAPSHOTS / f"{record.number}.json",
                                  orjson.dumps(record.to_json(), option=orjson.OPT_INDENT_2))
         except FileExistsError:
-            raise _committed_meanwhile(self, record.number) from None
+            raise committed_meanwhile(self, record.number) from None
 
     # --- tables ------------------------------------------------------------
 
