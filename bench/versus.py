@@ -3,6 +3,7 @@
     python bench/versus.py afterimage --mb 300 1000 --runs 3
     python bench/versus.py inference --files 20000 100000 --runs 3
     python bench/versus.py reingest --files 20000 100000 --runs 3
+    python bench/versus.py reingest --files 20000 --changed 200 --runs 3
     python bench/versus.py afterimage --mb 300 --warehouse before=/tmp/before/.venv/bin/python --warehouse after=python
 
 Each round runs every contender once, one after another, in an order that rotates
@@ -21,7 +22,9 @@ Contenders:
   the fair peer) and ``duckdb_reference.py copy`` (the plain COPY of one table);
 * inference: ``duckdb_reference.py copy`` (the plain glob COPY);
 * reingest: no DuckDB; each warehouse ingests once (timed as "first"), then the
-  unchanged corpus again.
+  unchanged corpus again, then (``--changed N``) the corpus with N of its files changed
+  (a line end appended: the same records, other bytes, so each file's rows are replaced;
+  the files are put back after the round).
 
 Wall time, CPU time (user + system of the whole process tree) and peak RSS (summed
 over the process tree) beside each: the machine is shared, and CPU time moves less
@@ -79,8 +82,16 @@ def measure(kind: str, src: Path, glob: str, runs: int, warehouses, work: Path, 
     return {label: median_of(rs) for label, rs in results.items()}
 
 
-def measure_reingest(src: Path, runs: int, warehouses, work: Path, settled: bool = True) -> dict[str, Run]:
+def changed_files(src: Path, n: int) -> list[Path]:
+    """``n`` of the corpus's files, spread evenly over it (the same ones every round)."""
+    files = sorted(src.rglob("*.json"))
+    return files[::max(1, len(files) // n)][:n] if n else []
+
+
+def measure_reingest(src: Path, runs: int, warehouses, work: Path, settled: bool = True,
+                     changed: int = 0) -> dict[str, Run]:
     results: dict[str, list[Run]] = {}
+    to_change = changed_files(src, changed)
     for i in range(runs):
         k = i % len(warehouses)
         for label, python in warehouses[k:] + warehouses[:k]:
@@ -98,6 +109,20 @@ def measure_reingest(src: Path, runs: int, warehouses, work: Path, settled: bool
                 raise SystemExit(f"{label} failed:\n{first.stderr}{again.stderr}")
             results.setdefault(f"warehouse {label} first", []).append(first)
             results.setdefault(f"warehouse {label} unchanged", []).append(again)
+            if to_change:
+                originals = {p: p.read_bytes() for p in to_change}
+                try:
+                    for p in to_change:
+                        p.write_bytes(originals[p] + b"\n")
+                    if settled:
+                        settle(src)
+                    some = run(cmd, cwd=str(work))
+                finally:
+                    for p, data in originals.items():
+                        p.write_bytes(data)
+                if some.returncode:
+                    raise SystemExit(f"{label} failed:\n{some.stderr}")
+                results.setdefault(f"warehouse {label} {len(to_change)} changed", []).append(some)
             shutil.rmtree(root, ignore_errors=True)
     return {label: median_of(rs) for label, rs in results.items()}
 
@@ -122,6 +147,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--warehouse", action="append", default=[], metavar="LABEL=PYTHON",
                     help="a warehouse to measure: a label and the Python whose `warehouse` it is (repeatable)")
+    ap.add_argument("--changed", type=int, default=0, metavar="N",
+                    help="reingest: then N of the files changed (their rows replaced)")
     ap.add_argument("--as-is", action="store_true",
                     help="measure each run in whatever state the last one left the machine (no measure.settle)")
     ap.add_argument("--corpus", default=os.path.join(tempfile.gettempdir(), "warehouse-bench"))
@@ -136,8 +163,9 @@ def main() -> None:
             src, glob = ingest_bench.corpus("afterimage" if a.kind == "afterimage" else "inference", spec, base)
             nbytes = ingest_bench.size_of(src)
             if a.kind == "reingest":
-                results = measure_reingest(src, a.runs, warehouses, work, not a.as_is)
-                table(f"{int(size):,} inference files: first ingest, then unchanged", nbytes, results,
+                results = measure_reingest(src, a.runs, warehouses, work, not a.as_is, a.changed)
+                then = f"unchanged, then {a.changed:,} changed" if a.changed else "unchanged"
+                table(f"{int(size):,} inference files: first ingest, then {then}", nbytes, results,
                       f"warehouse {warehouses[0][0]} first")
                 continue
             results = measure(a.kind, src, glob, a.runs, warehouses, work, not a.as_is)
