@@ -6,6 +6,14 @@ to skip files (``file_stats``: rows, and min / max / null count of the columns w
 they are exact and short). A table's removes and adds of one run are one Delta version
 (``commit_table``). Everything here takes the table's location as a string, so that a
 root may later be a URL (``storage_options`` go straight to deltalake).
+
+Why the statistics are read here and not by deltalake: deltalake 1.6 computes them only for
+the files its own writer writes (``write_deltalake``, and the rewrites of its ``delete``,
+``merge`` and ``optimize``) and in ``convert_to_deltalake`` (a folder of Parquet files made
+a new table). Its reader of a footer's statistics is not exposed to Python, and an
+``AddAction`` takes them from the caller as JSON. Having its writer write the batches would
+move every row through the committing process after the workers (which write their files
+in parallel, and the commit only adds them); converting makes a new table, not an add.
 """
 
 from __future__ import annotations
