@@ -71,10 +71,20 @@ def empty_hugging_face_cache(tmp_path_factory):
 
 
 def pytest_collection_modifyitems(items):
-    """The tests that use the session's Spark run on one worker (pytest-xdist): one JVM, started once."""
+    """Tests that share an expensive per-worker fixture run on one worker (pytest-xdist ``--dist
+    loadgroup``): the session's Spark (one JVM, started once: more JVMs made the suite slower on 2
+    cores), and the real tokenizers' converted cache, built once."""
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("spark"))
+        elif "hub" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("hub-tokenizers"))
+
+
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto``: two workers a core. Most tests wait on processes they start (a command, an S3 server, a
+    JVM) more than they compute, and the suite is held to pass beside a busy machine, as this makes it."""
+    return min(2 * (os.cpu_count() or 1), 16)
 
 
 def pytest_addoption(parser):

@@ -166,12 +166,16 @@ class Store:
 
     def write_snapshot(self, record: SnapshotRecord) -> None:
         """Commit ``record`` as snapshot ``record.number``: the warehouse's commit point."""
-        not_a_link(self.state_dir)
         try:
-            create_if_absent(self.state_dir / SNAPSHOTS / f"{record.number}.json",
-                             orjson.dumps(record.to_json(), option=orjson.OPT_INDENT_2))
+            self._create(self.state_dir / SNAPSHOTS / f"{record.number}.json",
+                         orjson.dumps(record.to_json(), option=orjson.OPT_INDENT_2))
         except FileExistsError:
             raise committed_meanwhile(self, record.number) from None
+
+    def _create(self, path, data: bytes) -> None:
+        """Write ``data`` at ``path`` unless something is there (FileExistsError): the commit point."""
+        not_a_link(self.state_dir)
+        create_if_absent(path, data)
 
     # --- tables ------------------------------------------------------------
 
@@ -371,12 +375,8 @@ class RemoteStore(Store):
             remote_root.delete_object(src)
         return str(dst)
 
-    def write_snapshot(self, record: SnapshotRecord) -> None:
-        try:
-            remote_root.create_object(self.state_dir / SNAPSHOTS / f"{record.number}.json",
-                                 orjson.dumps(record.to_json(), option=orjson.OPT_INDENT_2))
-        except FileExistsError:
-            raise committed_meanwhile(self, record.number) from None
+    def _create(self, path, data: bytes) -> None:
+        remote_root.create_object(path, data)  # a conditional put (S3 If-None-Match)
 
     # --- tables ------------------------------------------------------------
 
