@@ -327,3 +327,19 @@ def test_a_hostile_manifest_of_the_old_layout_is_one_line(tmp_path):
     for root, r in zip(roots, run_all(*[["ingest", CORPUS, "--root", root, "--quiet"] for root in roots])):
         fails(r, "manifest.json", "new --root")
         assert sorted(p.name for p in root.iterdir()) == [".warehouse", "data", "manifest.json"]  # nothing converted
+
+
+def test_a_log_deltalake_cannot_read_for_no_reason_found_is_one_line_without_secrets(pristine, tmp_path, monkeypatch):
+    """No file of the log looks damaged, yet deltalake failed: the table's line quotes deltalake's first line,
+    with the storage secrets of the environment scrubbed from it (it raised AttributeError before: the scrub
+    was called by a name its module never had)."""
+    from warehouse.store import delta_damage
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLEKEY")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "hunter2-secret-value")
+    root = pristine.copy(tmp_path)
+    version = deltalake.DeltaTable(str(root / "turns")).version()
+    error = OSError("Generic delta kernel error: signed with hunter2-secret-value\nthe rest of a chain")
+    found = delta_damage.diagnose(str(root), "turns", version, error)
+    assert found.kind == delta_damage.UNKNOWN
+    assert found.what == "its Delta log cannot be read: Generic delta kernel error: signed with ***"

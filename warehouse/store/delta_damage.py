@@ -112,7 +112,7 @@ def _commit_damage(data: bytes | None) -> str | None:
 
 def diagnose(root: str, table: str, version: int, error: BaseException | None = None) -> Damage:
     """What keeps ``table`` (under ``root``) from being read at ``version``, looking at its log's files."""
-    from warehouse import access, remote
+    from warehouse import remote
 
     uri = f"{root}/{table}"
     rel_log = f"{table}/{LOG}"
@@ -159,7 +159,7 @@ def diagnose(root: str, table: str, version: int, error: BaseException | None = 
             if wrong:
                 return Damage(table, BEYOND, f"commit {v} of its Delta log, after the version the snapshot pins "
                                              f"({version}), {wrong}", f"{rel_log}/{v:020d}.json")
-    said = "" if error is None else f": {remote.scrub(first_line(error), access.resolve(None))}"
+    said = "" if error is None else f": {remote.redact(first_line(error))}"  # the secrets in use, the environment's too
     return Damage(table, UNKNOWN, f"its Delta log cannot be read{said}", rel_log)
 
 
