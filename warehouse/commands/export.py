@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from warehouse.commands.options import root
+from warehouse.commands.options import as_of, command, quiet, root, where
 from warehouse.errors import EXIT_OK
+
+EXPORT_DESCRIPTION = (
+    "Export the responses matching --where (a SQL predicate on the responses view), with their turns, "
+    "sentences, annotations and evaluations, to --out. The output is written under a temporary name and "
+    "renamed into place, so a failed or interrupted (Ctrl-C) export leaves nothing behind. A progress bar "
+    "(percentage, time left) goes to stderr on a terminal."
+)
 
 EXPORT_EXAMPLES = """\
 examples:
@@ -33,22 +39,10 @@ def export_epilog() -> str:
 
 def add_export(sub) -> None:
     """The ``export`` command's arguments and help."""
-    e = sub.add_parser(
-        "export",
-        help="export a filtered subset, as Parquet, JSONL, CSV, chat messages or a source format",
-        description=(
-            "Export the responses matching --where (a SQL predicate on the responses view), with their turns, "
-            "sentences, annotations and evaluations, to --out. The output is written under a temporary name and "
-            "renamed into place, so a failed or interrupted (Ctrl-C) export leaves nothing behind. A progress bar "
-            "(percentage, time left) goes to stderr on a terminal."
-        ),
-        epilog=export_epilog,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    e = command(sub, "export", help="export a filtered subset, as Parquet, JSONL, CSV, chat messages or a source format",
+                description=EXPORT_DESCRIPTION, epilog=export_epilog)
     root(e)
-    e.add_argument("--where", default=None,
-                   help="one SQL expression on responses; subqueries may read the warehouse's views, nothing else "
-                        "(default: every response)")
+    where(e, "; subqueries may read the warehouse's views, nothing else")
     e.add_argument("--format", required=True, metavar="FMT", help="output format (see below)")
     e.add_argument("--out", required=True,
                    help="output file, or directory for the formats that write one (parquet, some source formats); "
@@ -56,9 +50,8 @@ def add_export(sub) -> None:
     e.add_argument("--overwrite", action="store_true", help="replace an existing output directory")
     e.add_argument("--memory-limit", default="1GB", metavar="SIZE",
                    help="DuckDB's memory for the export; beyond it, it spills to disk beside --out (default: 1GB)")
-    e.add_argument("--as-of", type=int, default=None, metavar="N",
-                   help="export from warehouse snapshot N (`warehouse history` lists them; default: the latest)")
-    e.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary on stderr")
+    as_of(e, "export from")
+    quiet(e)
 
 
 def cmd_export(args) -> int:

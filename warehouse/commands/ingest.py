@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 import textwrap
 
 from warehouse.checks import ENGINES
-from warehouse.commands.options import root, storage_option
+from warehouse.commands.options import command, jobs, quiet, root, storage_option
 from warehouse.errors import EXIT_OK
+
+INGEST_DESCRIPTION = textwrap.dedent(
+    """\
+    Walk PATHs (recursively), detect each file's format, and add its records to the
+    warehouse at --root (created when missing). Unchanged files are skipped; a changed
+    file replaces its own rows. Records that cannot be ingested go to the quarantine
+    table with the reason. Progress and a summary go to stderr.
+    """
+)
 
 INGEST_EXAMPLES = """\
 examples:
@@ -17,6 +25,13 @@ examples:
   warehouse ingest experiments/ --root wh --prune      # also drop rows of deleted files
   warehouse ingest /shared/experiments/ --root /shared/wh --engine spark --spark-master spark://head:7077
 """
+
+TOKENIZE_DESCRIPTION = (
+    "Re-read the annotation files of the warehouse with a tokenizer loaded from a local directory "
+    "or found by its model id in the local Hugging Face cache (transformers; nothing is downloaded), "
+    "so spans in responses without stored tokens get token ranges. Only the files "
+    "that need it are read again; the tokenizer is remembered for later ingests."
+)
 
 TOKENIZE_EXAMPLES = """\
 examples:
@@ -35,27 +50,15 @@ def formats() -> list[str]:
 
 def add_ingest(sub, format_names: bool = True) -> None:
     """The ``ingest`` command's arguments and help."""
-    p = sub.add_parser(
-        "ingest",
-        help="read files and directories into the warehouse",
-        description=textwrap.dedent(
-            """\
-            Walk PATHs (recursively), detect each file's format, and add its records to the
-            warehouse at --root (created when missing). Unchanged files are skipped; a changed
-            file replaces its own rows. Records that cannot be ingested go to the quarantine
-            table with the reason. Progress and a summary go to stderr.
-            """
-        ),
-        epilog=INGEST_EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = command(sub, "ingest", help="read files and directories into the warehouse",
+                description=INGEST_DESCRIPTION, epilog=INGEST_EXAMPLES)
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or directories to ingest")
     p.add_argument("--root", required=True, help="warehouse directory or s3:// URL (created when missing)")
     p.add_argument("--format", metavar="NAME",
                    help="read every file as this format" + (": " + ", ".join(formats()) if format_names else ""))
     p.add_argument("--strict", action="store_true", help="stop at the first bad record (file:locator: stage: message), exit 3, change nothing")
     p.add_argument("--prune", action="store_true", help="remove the rows of catalogued files under PATHs that no longer exist")
-    p.add_argument("--jobs", type=int, default=None, help="worker processes (default: one per core)")
+    jobs(p)
     p.add_argument("--no-wait", dest="wait", action="store_false", help="fail (exit 4) instead of waiting when another ingest holds the warehouse (the default is to wait)")
     p.add_argument("--max-record-mb", type=float, default=64.0, help="largest single record read, in MB (default 64); larger ones are quarantined")
     tok = p.add_mutually_exclusive_group()
@@ -71,28 +74,18 @@ def add_ingest(sub, format_names: bool = True) -> None:
                    help="with --engine spark: the Spark master (spark://host:7077, local[4], ...); default: the session's own. "
                         "Spark's own log is kept out of sight: WAREHOUSE_SPARK_LOG=FILE appends it to FILE")
     storage_option(p, "s3:// PATHs and --root")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary on stderr")
+    quiet(p)
 
 
 def add_tokenize(sub) -> None:
     """The ``tokenize`` command's arguments and help."""
-    t = sub.add_parser(
-        "tokenize",
-        help="add token ranges to an existing warehouse with a local tokenizer",
-        description=(
-            "Re-read the annotation files of the warehouse with a tokenizer loaded from a local directory "
-            "or found by its model id in the local Hugging Face cache (transformers; nothing is downloaded), "
-            "so spans in responses without stored tokens get token ranges. Only the files "
-            "that need it are read again; the tokenizer is remembered for later ingests."
-        ),
-        epilog=TOKENIZE_EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    t = command(sub, "tokenize", help="add token ranges to an existing warehouse with a local tokenizer",
+                description=TOKENIZE_DESCRIPTION, epilog=TOKENIZE_EXAMPLES)
     root(t)
     t.add_argument("--tokenizer", required=True, metavar="DIR|MODEL",
                    help="local tokenizer directory, or a model id found in the local Hugging Face cache")
-    t.add_argument("--jobs", type=int, default=None, help="worker processes (default: one per core)")
-    t.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary on stderr")
+    jobs(t)
+    quiet(t)
 
 
 def cmd_ingest(args) -> int:

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from warehouse.checks import SQL_FORMATS, STATS_FORMATS
-from warehouse.commands.options import root
+from warehouse.commands.options import as_of, command, printed_format, root
 from warehouse.errors import EXIT_OK, UsageError
 from warehouse.run.maintenance import HISTORY_FORMATS
+
+SQL_DESCRIPTION = (
+    "Run SQL (DuckDB dialect) on the warehouse views and print the result of its last statement on stdout. "
+    "The query is the SQL argument, a file (-f FILE), or stdin (SQL or FILE given as -). "
+    "Ctrl-C stops a running query at once."
+)
 
 SQL_EXAMPLES = """\
 examples:
@@ -28,11 +33,23 @@ every table is a view (docs/tables.md lists them with their columns), and more a
 from them: warehouse sql "SHOW TABLES" --root wh lists every view
 """
 
+STATS_DESCRIPTION = (
+    "Print rows per table, and files and records (seen = ingested + quarantined) per format. "
+    "Files with quarantined records are listed; --files lists every file."
+)
+
 STATS_EXAMPLES = """\
 examples:
   warehouse stats --root wh
   warehouse stats --root wh --files --format json
 """
+
+HISTORY_DESCRIPTION = (
+    "List the warehouse snapshots, oldest first: number (what --as-of takes), time, operation, files "
+    "ingested / replaced / pruned, rows added and removed, and whether it is still readable (no: compact "
+    "deleted files it reads). --format json prints one JSON array, one object per snapshot (rows per "
+    "table, each table's Delta version, readable true or false)."
+)
 
 HISTORY_EXAMPLES = """\
 examples:
@@ -44,63 +61,35 @@ examples:
 
 def add_sql(sub) -> None:
     """The ``sql`` command's arguments and help."""
-    q = sub.add_parser(
-        "sql",
-        help="run a SQL query on the warehouse views",
-        description=(
-            "Run SQL (DuckDB dialect) on the warehouse views and print the result of its last statement on stdout. "
-            "The query is the SQL argument, a file (-f FILE), or stdin (SQL or FILE given as -). "
-            "Ctrl-C stops a running query at once."
-        ),
-        epilog=SQL_EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    q = command(sub, "sql", help="run a SQL query on the warehouse views",
+                description=SQL_DESCRIPTION, epilog=SQL_EXAMPLES)
     q.add_argument("query", metavar="SQL", nargs="?", help="the query; - reads it from stdin")
     q.add_argument("-f", "--file", metavar="FILE", help="read the query from FILE (- for stdin)")
     root(q)
-    q.add_argument("--format", default="table", choices=SQL_FORMATS, help="output format (default: table)")
+    printed_format(q, SQL_FORMATS)
     q.add_argument("--max-rows", type=int, default=40, metavar="N",
                    help="rows the table format shows (default 40; 0 for all); the other formats print every row")
     q.add_argument("--max-width", type=int, default=None, metavar="N",
                    help="characters per line of the table format (default: the terminal's width, or 120 when stdout "
                         "is not a terminal; 0: no limit); longer values are cut, columns that do not fit left out")
-    q.add_argument("--as-of", type=int, default=None, metavar="N",
-                   help="read warehouse snapshot N (`warehouse history` lists them; default: the latest)")
+    as_of(q, "read")
 
 
 def add_stats(sub) -> None:
     """The ``stats`` command's arguments and help."""
-    s = sub.add_parser(
-        "stats",
-        help="rows per table and records per format and file",
-        description=(
-            "Print rows per table, and files and records (seen = ingested + quarantined) per format. "
-            "Files with quarantined records are listed; --files lists every file."
-        ),
-        epilog=STATS_EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    s = command(sub, "stats", help="rows per table and records per format and file",
+                description=STATS_DESCRIPTION, epilog=STATS_EXAMPLES)
     root(s)
-    s.add_argument("--format", default="table", choices=STATS_FORMATS, help="output format (default: table)")
+    printed_format(s, STATS_FORMATS)
     s.add_argument("--files", action="store_true", help="list every file, not only those with quarantined records")
 
 
 def add_history(sub) -> None:
     """The ``history`` command's arguments and help."""
-    h = sub.add_parser(
-        "history",
-        help="the warehouse snapshots: what each ingest or compact did",
-        description=(
-            "List the warehouse snapshots, oldest first: number (what --as-of takes), time, operation, files "
-            "ingested / replaced / pruned, rows added and removed, and whether it is still readable (no: compact "
-            "deleted files it reads). --format json prints one JSON array, one object per snapshot (rows per "
-            "table, each table's Delta version, readable true or false)."
-        ),
-        epilog=HISTORY_EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    h = command(sub, "history", help="the warehouse snapshots: what each ingest or compact did",
+                description=HISTORY_DESCRIPTION, epilog=HISTORY_EXAMPLES)
     root(h)
-    h.add_argument("--format", default="table", choices=HISTORY_FORMATS, help="output format (default: table)")
+    printed_format(h, HISTORY_FORMATS)
 
 
 def cmd_sql(args) -> int:

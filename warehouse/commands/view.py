@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from warehouse.commands.options import root
+from warehouse.commands.options import as_of, command, root, where
 from warehouse.errors import EXIT_OK
+
+VIEW_DESCRIPTION = (
+    "Serve the responses matching --where on 127.0.0.1 (a free port unless --port), print the URL on "
+    "stderr and open a browser (unless --no-browser), until Ctrl-C. With --out, write one self-contained "
+    "HTML file of them instead (the first --limit)."
+)
 
 VIEW_EXAMPLES = """\
 examples:
@@ -23,22 +28,11 @@ category. The server listens on 127.0.0.1 only and only reads. docs/viewer.md
 
 def add_view(sub) -> None:
     """The ``view`` command's arguments and help."""
-    v = sub.add_parser(
-        "view",
-        help="look at responses in a browser: text with its spans, tokens, scores; or write them to one HTML file",
-        description=(
-            "Serve the responses matching --where on 127.0.0.1 (a free port unless --port), print the URL on "
-            "stderr and open a browser (unless --no-browser), until Ctrl-C. With --out, write one self-contained "
-            "HTML file of them instead (the first --limit)."
-        ),
-        epilog=VIEW_EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    v = command(sub, "view", help="look at responses in a browser: text with its spans, tokens, scores; or write them to one HTML file",
+                description=VIEW_DESCRIPTION, epilog=VIEW_EXAMPLES)
     root(v)
-    v.add_argument("--where", default=None,
-                   help="one SQL expression on responses, as for export (default: every response)")
-    v.add_argument("--as-of", type=int, default=None, metavar="N",
-                   help="view warehouse snapshot N (`warehouse history` lists them; default: the latest)")
+    where(v, ", as for export")
+    as_of(v, "view")
     v.add_argument("--port", type=int, default=None, metavar="N", help="serve on this port (default: a free one)")
     v.add_argument("--no-browser", dest="browser", action="store_false", help="do not open a browser")
     v.add_argument("--out", default=None, metavar="FILE.html",
