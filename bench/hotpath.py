@@ -91,7 +91,7 @@ def main() -> None:
     def whole():
         shutil.rmtree(root, ignore_errors=True)
         spec = BatchSpec(run_id="bench", batch_no=1, root=root, registry=registry,
-                         items=[WorkItem(piece, format="afterimage", chunk=(0, len(data), 1))])
+                         items=[WorkItem(piece, source_format="afterimage", chunk=(0, len(data), 1))])
         BatchIngest(spec).run()
 
     whole()  # the first piece of a process pays for first use (allocator pages, kernels)

@@ -217,7 +217,7 @@ def test_a_one_line_querys_error_points_at_line_1(root, capsys):
     caret = " " * len("LINE 1: SELECT response_id, ") + "^"
     for fmt in ("table", "csv", "json", "jsonl"):
         with pytest.raises(QueryError) as e:
-            warehouse.sql(root, query, format=fmt)
+            warehouse.sql(root, query, output_format=fmt)
         lines = str(e.value).splitlines()
         assert lines[-2] == f"LINE 1: {query}" and lines[-1].startswith(caret) and lines[-1][len(caret) - 1] == "^", (fmt, lines)
     # on the second of three lines, the command line says so: line 2, the caret under CAST
@@ -250,7 +250,7 @@ def test_the_top_level_functions_take_typed_keywords(name, target):
     module, attr = target.split(":")
     called = inspect.signature(getattr(importlib.import_module(module), attr)).parameters
     # named for the user, passed on under another name (or, for max_record_mb, in other units)
-    aliases = {"format": "fmt", "tokenizer": "options", "max_record_mb": "max_record_bytes"}
+    aliases = {"tokenizer": "options", "max_record_mb": "max_record_bytes"}
     for p in inspect.signature(getattr(warehouse, name)).parameters.values():
         assert p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL), p
         assert p.annotation is not p.empty, p
@@ -272,3 +272,30 @@ def test_warehouse_imports_and_reads_without_fcntl(root):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == str(warehouse.open(root).sql("SELECT count(*) FROM responses").fetchall())
+
+
+@pytest.mark.parametrize("call, old, new", [
+    (lambda root, **kw: warehouse.sql(root, "SELECT 1 AS one", **kw), "format", "output_format"),
+    (lambda root, **kw: warehouse.stats(root, **kw), "format", "output_format"),
+    (lambda root, **kw: warehouse.history(root, **kw), "format", "output_format"),
+])
+def test_the_old_format_keyword_still_works_with_a_warning_naming_the_new_one(root, capsys, call, old, new):
+    """``format=`` meant three things; its old spelling keeps working for a release, saying which name it is now."""
+    with pytest.warns(DeprecationWarning, match=rf"\({old}=\.\.\.\) is now \w+\({new}=\.\.\.\)"):
+        assert call(root, **{old: "json"}) is None
+    printed = capsys.readouterr().out
+    assert call(root, **{new: "json"}) is None and capsys.readouterr().out == printed
+    with pytest.raises(TypeError, match=f"{old}= and {new}="):
+        call(root, **{old: "json", new: "json"})
+
+
+def test_the_old_names_of_the_export_and_record_formats_still_read_with_a_warning(root, tmp_path):
+    from warehouse.formatkit.records import RecordContext
+
+    with pytest.warns(DeprecationWarning, match=r"export\(format=\.\.\.\) is now export\(export_format=\.\.\.\)"):
+        summary = warehouse.export(root, None, format="jsonl", out=tmp_path / "all.jsonl", progress=False)
+    with pytest.warns(DeprecationWarning, match="ExportSummary.format is now ExportSummary.export_format"):
+        assert summary.format == summary.export_format == "jsonl"
+    ctx = RecordContext("/d/f.json", "[0]", 0, "afterimage")
+    with pytest.warns(DeprecationWarning, match="RecordContext.format is now RecordContext.source_format"):
+        assert ctx.format == ctx.source_format == "afterimage"

@@ -461,7 +461,7 @@ def test_a_document_of_a_type_it_does_not_read_is_left_unrecognised_unless_force
     path = write_json(tmp_path / "in" / "p.json", {"shebang": "dataloop", "metadata": {"dltype": "link"}, "url": "x"})
     wh.ingest(path)
     assert wh.rows("SELECT source_format, stage FROM quarantine") == [{"source_format": None, "stage": "detect"}]
-    wh.ingest(path, format="dataloop")
+    wh.ingest(path, source_format="dataloop")
     assert quarantine(wh) == [(".metadata.dltype", "map", "Dataloop document type 'link' holds no responses: this "
                                                            "format reads prompt items (dltype prompt) and llm_trace documents")]
 

@@ -184,7 +184,7 @@ def test_a_compressed_or_utf16_json_file_is_quarantined_saying_what_it_is(wh, tm
 
 def test_forcing_a_format_reads_a_file_it_would_not_detect(wh, tmp_path):
     path = write_text(tmp_path / "odd.json", '[{"question": "q", "response": "r", "shebang": "not dataloop"}]')
-    wh.ingest(path, format="trait_interp")
+    wh.ingest(path, source_format="trait_interp")
     assert wh.rows("SELECT prompt, extra FROM responses") == [{"prompt": "q", "extra": '{"shebang":"not dataloop"}'}]
 
 

@@ -81,7 +81,7 @@ def test_jsonl_writes_nan_and_infinity_scores_as_null_as_sql_does(tmp_path):
     assert [(r["trait_score"], r["coherence_score"], r["response"]) for r in lines] == [(None, None, "b"), (None, 50.0, "NaN")]
     assert [[e["score"] for e in r["evaluations"]] for r in lines] == [[None, None], [50.0, None]]
     out = io.StringIO()
-    warehouse.sql(root, "SELECT trait_score, coherence_score FROM responses ORDER BY record_index", format="json", out=out)
+    warehouse.sql(root, "SELECT trait_score, coherence_score FROM responses ORDER BY record_index", output_format="json", out=out)
     assert json.loads(out.getvalue(), parse_constant=strict) == [{"trait_score": None, "coherence_score": None},
                                                                  {"trait_score": None, "coherence_score": 50.0}]
 

@@ -84,10 +84,10 @@ def comparable(w: Warehouse) -> dict[str, list[str]]:
 
 def round_trip(tmp: Path, *sources: Path, out: str = "scale.json", fmt: str | None = None):
     a = Warehouse(tmp / "a")
-    a.ingest(*sources, format=fmt)
+    a.ingest(*sources, source_format=fmt)
     summary = warehouse.export(a.root, "source_format = 'scale'", "scale", tmp / out, progress=False)
     b = Warehouse(tmp / "b")
-    b.ingest(tmp / out, format=fmt)
+    b.ingest(tmp / out, source_format=fmt)
     return a, b, summary
 
 

@@ -180,7 +180,7 @@ def test_a_truncated_parquet_file_is_quarantined_saying_so(tmp_path):
     bad.parent.mkdir()
     bad.write_bytes(good.read_bytes()[:-20])
     w = Warehouse(tmp_path / "wh")
-    w.ingest(bad, format="hf_chat")
+    w.ingest(bad, source_format="hf_chat")
     [q] = w.rows("SELECT stage, error FROM quarantine")
     assert q["stage"] == "decode" and q["error"].startswith("not a readable Parquet file: ")
 
@@ -275,7 +275,7 @@ def test_an_openai_chat_jsonl_is_detected_as_hf_chat(tmp_path):
 ])
 def test_hf_chat_forced_onto_another_shape_quarantines_naming_the_expected_one(tmp_path, source, locator, message):
     w = Warehouse(tmp_path / "wh")
-    summary = w.ingest(source, format="hf_chat")
+    summary = w.ingest(source, source_format="hf_chat")
     assert summary.records_ingested == 0 and summary.records_quarantined > 0
     q = w.rows("SELECT locator, error FROM quarantine ORDER BY source_path, locator")
     assert any(message in r["error"] and (locator is None or r["locator"] == locator) for r in q), q
@@ -284,7 +284,7 @@ def test_hf_chat_forced_onto_another_shape_quarantines_naming_the_expected_one(t
 def test_hf_chat_forced_onto_a_trait_interp_response_is_refused(tmp_path):
     path = write_text(tmp_path / "r.json", json.dumps({"prompt": "Hi", "response": "Hello"}))
     w = Warehouse(tmp_path / "wh")
-    w.ingest(path, format="hf_chat")
+    w.ingest(path, source_format="hf_chat")
     [q] = w.rows("SELECT error FROM quarantine")
     assert q["error"].startswith("a `prompt` with a `response` is not a Hugging Face chat row (its answer is `completion`)")
 
@@ -311,7 +311,7 @@ def test_a_bad_row_is_quarantined_with_where_and_why_and_the_others_kept(tmp_pat
     lines = [good] + [json.dumps(row) for row, _, _ in BAD_ROWS]
     path = write_text(tmp_path / "in" / "rows.jsonl", "\n".join(lines) + "\n")
     w = Warehouse(tmp_path / "wh")
-    summary = w.ingest(path, format="hf_chat")
+    summary = w.ingest(path, source_format="hf_chat")
     assert (summary.records_ingested, summary.records_quarantined) == (1, len(BAD_ROWS))
     got = {r["locator"]: (r["stage"], r["error"]) for r in w.rows("SELECT locator, stage, error FROM quarantine")}
     for line, (_row, sub, message) in enumerate(BAD_ROWS, 2):

@@ -325,7 +325,7 @@ def test_a_log_deflated_as_older_inspect_wrote_them_is_read_alike(tmp_path, wh):
 def test_forced_onto_another_shape_it_quarantines_naming_the_shape(wh, source, expected):
     if not source.exists():
         pytest.fail(f"{source} is gone: name another file of that format")
-    summary = wh.ingest(source, format="inspect")
+    summary = wh.ingest(source, source_format="inspect")
     assert (summary.records_ingested, summary.records_quarantined) == (0, 1)
     [q] = wh.rows("SELECT locator, stage, error FROM quarantine")
     assert expected in q["error"] and "an Inspect eval log is a .eval zip archive" in q["error"], q
@@ -334,7 +334,7 @@ def test_forced_onto_another_shape_it_quarantines_naming_the_shape(wh, source, e
 
 def test_forced_onto_a_zip_of_another_tool(tmp_path, wh):
     path = _zip(tmp_path / "other.eval", {"data.json": b"{}", "notes.txt": b"hi"})
-    wh.ingest(path, format="inspect")
+    wh.ingest(path, source_format="inspect")
     [q] = wh.rows("SELECT locator, error FROM quarantine")
     assert q["error"].startswith("not an Inspect eval log: the zip archive holds no header.json, _journal/start.json "
                                  "or samples/*.json (its members: data.json, notes.txt)")
@@ -404,7 +404,7 @@ def test_a_streamed_json_log_with_samples_before_its_spec_is_refused(tmp_path, w
     log = json.loads(JSON_LOG.read_text())
     reordered = {"version": log["version"], "samples": log["samples"], **{k: v for k, v in log.items() if k != "samples"}}
     (tmp_path / "odd.json").write_text(json.dumps(reordered))
-    wh.ingest(tmp_path / "odd.json", format="inspect", max_record_mb=20_000 / 2**20)
+    wh.ingest(tmp_path / "odd.json", source_format="inspect", max_record_mb=20_000 / 2**20)
     [q] = wh.rows("SELECT error FROM quarantine")
     assert q["error"].startswith("the log could not be read on at its start (its samples before an eval spec object")
     assert wh.one("SELECT count(*) FROM responses") == 0

@@ -275,6 +275,6 @@ def test_a_batch_line_whose_head_is_cut_is_still_recognised(tmp_path):
 def test_openai_batch_forced_onto_another_shape_quarantines_naming_the_expected_one(tmp_path, line, message):
     path = write_text(tmp_path / "in" / "x.jsonl", json.dumps(line) + "\n")
     w = Warehouse(tmp_path / "wh")
-    w.ingest(path, format="openai_batch")
+    w.ingest(path, source_format="openai_batch")
     [q] = w.rows("SELECT error FROM quarantine")
     assert q["error"].startswith(message)

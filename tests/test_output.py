@@ -168,7 +168,7 @@ def test_json_keeps_every_column_whatever_its_name(samples_wh, capsys, fmt, null
         assert rows == [expected]
         assert list(rows[0]) == list(expected)  # in the query's order
     buf = io.StringIO()
-    assert warehouse.sql(samples_wh.root, query, format=fmt, out=buf) is None
+    assert warehouse.sql(samples_wh.root, query, output_format=fmt, out=buf) is None
     assert buf.getvalue() == run(samples_wh.root, capsys, query, "--format", fmt)
 
 

@@ -42,6 +42,11 @@ def parameter(action: argparse.Action) -> str:
     return name.replace("-", "_")
 
 
+#: ``--format`` names three things; each is its own keyword (``warehouse.moved.renamed_keyword``)
+FORMAT_KEYWORD = {"ingest": "source_format", "sql": "output_format", "stats": "output_format",
+                  "history": "output_format", "export": "export_format"}
+
+
 def _forgets(action: argparse.Action) -> bool:
     """``--no-tokenizer``: the value False for the parameter ``--tokenizer`` fills (forget the remembered one)."""
     return type(action) is argparse._StoreConstAction and action.const is False  # (store_false is a subclass)
@@ -95,6 +100,7 @@ def test_every_option_fills_the_parameter_of_its_name(command, monkeypatch):
         words, value = given(action)
         argv += words
         name = parameter(action)
+        name = FORMAT_KEYWORD[command] if name == "format" else name
         if name not in signature.parameters:
             unmapped.append(f"{max(action.option_strings, key=len, default=action.dest)} -> {name}")
         expected[name] = value
@@ -150,9 +156,9 @@ TI = FIXTURES / "trait_interp"
     (lambda t: warehouse.history("s3://bucket/wh", storage_options={"colour": "x"}), "--storage-option colour: unknown option"),
     (lambda t: warehouse.export(t / "wh", None, "jsonl", t / "o.jsonl", memory_limit="lots"),
      "--memory-limit 'lots': not a memory size (give e.g. 1GB, 512MB)"),
-    (lambda t: warehouse.sql(t, "SELECT 1", format="xml"), "--format 'xml': choose one of table, csv, json, jsonl"),
+    (lambda t: warehouse.sql(t, "SELECT 1", output_format="xml"), "--format 'xml': choose one of table, csv, json, jsonl"),
     (lambda t: warehouse.sql(t, "SELECT 1", max_rows=-1), "--max-rows -1: must be an integer of 0 or more (0: all)"),
-    (lambda t: warehouse.stats(t, format="csv"), "--format 'csv': choose one of table, json"),
+    (lambda t: warehouse.stats(t, output_format="csv"), "--format 'csv': choose one of table, json"),
     (lambda t: warehouse.ingest(TI, t / "wh", jobs=0), "--jobs 0: must be an integer of 1 or more"),
     (lambda t: warehouse.tokenize(t / "wh", TI, jobs=-3), "--jobs -3: must be an integer of 1 or more"),
     (lambda t: warehouse.open(t, as_of=True), "--as-of True: must be a snapshot number, an integer of 1 or more"),
@@ -203,7 +209,7 @@ def test_warehouse_arrow_is_read_arrow_under_its_old_name(samples_wh):
 def test_sql_and_stats_are_functions(samples_wh, capsys):
     relation = warehouse.sql(samples_wh.root, "SELECT count(*) AS n FROM turns WHERE role = ?", ["user"])
     assert relation.fetchall() == [(samples_wh.one("SELECT count(*) FROM turns WHERE role = 'user'"),)]
-    assert warehouse.sql(samples_wh.root, "SELECT 1 AS one", format="csv") is None
+    assert warehouse.sql(samples_wh.root, "SELECT 1 AS one", output_format="csv") is None
     assert capsys.readouterr().out == '"one"\n1\n'
     st = warehouse.stats(samples_wh.root)
     assert st["tables"]["responses"] == samples_wh.one("SELECT count(*) FROM responses") and st["files"] == []
@@ -211,4 +217,4 @@ def test_sql_and_stats_are_functions(samples_wh, capsys):
     assert len(every) == samples_wh.one("SELECT count(*) FROM sources")
     assert main(["stats", "--root", str(samples_wh.root), "--format", "json"]) == 0
     cli = capsys.readouterr().out
-    assert warehouse.stats(samples_wh.root, format="json") is None and capsys.readouterr().out == cli
+    assert warehouse.stats(samples_wh.root, output_format="json") is None and capsys.readouterr().out == cli

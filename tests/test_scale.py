@@ -353,7 +353,7 @@ def test_an_openai_chat_jsonl_forced_as_scale_is_refused_naming_the_expected_sha
                            {"role": "assistant", "content": f"A{i}"}]} for i in range(40)]
     lines.append({"role": "user", "content": "a lone message of another format"})
     path = write_text(tmp_path / "in" / "chat.jsonl", "".join(json.dumps(line) + "\n" for line in lines))
-    s = wh.ingest(path, format="scale")
+    s = wh.ingest(path, source_format="scale")
     assert (s.records_ingested, s.records_quarantined) == (0, 41)
     assert {error for _, _, error in quarantine(wh)} == {NOT_SCALE}
     assert wh.one("SELECT count(*) FROM responses") == 0

@@ -365,7 +365,7 @@ def test_a_batch_exception_is_raised_on_the_driver_as_itself(spark, tmp_path):
         root.mkdir()
         (root / "responses").write_text("not a directory: the responses table goes here")
         with pytest.raises(warehouse.StorageError) as e:
-            warehouse.ingest([str(src)], root, engine=engine, format="trait_interp", progress=False)
+            warehouse.ingest([str(src)], root, engine=engine, source_format="trait_interp", progress=False)
         messages.append(str(e.value).replace(str(root), "ROOT"))
     assert messages[0] == messages[1]
 

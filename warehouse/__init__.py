@@ -10,6 +10,8 @@
 
 Every command is a function of the same name whose parameters are the command's options:
 ``warehouse ingest PATH --root wh --max-record-mb 8`` is ``warehouse.ingest(PATH, "wh", max_record_mb=8)``.
+``--format`` names three things, each its own keyword: ``source_format`` (ingest), ``output_format`` (sql, stats,
+history) and ``export_format`` (export).
 """
 
 from __future__ import annotations
@@ -81,11 +83,12 @@ __version__ = "0.1.0"
 StrPath = Union[str, os.PathLike]
 
 
+@moved.renamed_keyword("format", "source_format")
 def ingest(
     paths: StrPath | Iterable[StrPath],
     root: StrPath,
     *,
-    format: str | None = None,
+    source_format: str | None = None,
     strict: bool = False,
     jobs: int | None = None,
     prune: bool = False,
@@ -102,7 +105,7 @@ def ingest(
 ) -> IngestSummary:
     """Ingest files and directories into the warehouse at ``root`` (created if need be); see ``warehouse ingest``.
 
-    ``format`` forces one source format (default: detect per file); ``strict`` stops at the
+    ``source_format`` reads every file as that format (default: detect per file); ``strict`` stops at the
     first bad record and changes nothing; ``jobs`` worker processes (default: one per core);
     ``prune`` drops the rows of catalogued files under ``paths`` that no longer exist;
     ``wait=False`` raises LockedError instead of waiting for another ingest into ``root``;
@@ -136,7 +139,7 @@ def ingest(
     return _ingest(
         [os.fsdecode(p) for p in paths],  # type: ignore[union-attr]
         root,
-        format=format,
+        source_format=source_format,
         strict=strict,
         jobs=jobs,
         prune=prune,
@@ -152,10 +155,11 @@ def ingest(
     )
 
 
+@moved.renamed_keyword("format", "export_format")
 def export(
     root: StrPath,
     where: str | None,
-    format: str,
+    export_format: str,
     out: StrPath,
     *,
     overwrite: bool = False,
@@ -166,7 +170,7 @@ def export(
 ) -> ExportSummary:
     """Export the responses matching ``where`` (SQL on ``responses``; None: all) with their children; see ``warehouse export``.
 
-    ``format`` is parquet, jsonl, csv, openai_chat, or an installed source format that writes its
+    ``export_format`` is parquet, jsonl, csv, openai_chat, or an installed source format that writes its
     own shape back (``warehouse export --help`` lists them). ``overwrite`` replaces an existing
     ``out`` directory; ``memory_limit`` is DuckDB's (it spills beyond); ``as_of`` exports warehouse
     snapshot N (``warehouse.history`` lists them), default the latest. ``root`` may be an ``s3://`` URL
@@ -175,7 +179,7 @@ def export(
     from warehouse import access, checks
     from warehouse.exports import export as _export
 
-    return _export(checks.root(root), where, format, checks.local_path(out, "out"),
+    return _export(checks.root(root), where, export_format, checks.local_path(out, "out"),
                    overwrite=overwrite, memory_limit=memory_limit, progress=progress, as_of=checks.as_of(as_of),
                    storage_options=access.canonical(storage_options))
 

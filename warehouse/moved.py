@@ -1,12 +1,17 @@
-"""The modules' old names, from before ``warehouse/`` was grouped into rooms, still import for one release.
+"""Old names that still work for one release, each with a ``DeprecationWarning`` that names the new one.
 
-A third-party format written against the flat names (``readers``, ``records``, ``ingestor`` directly under
-``warehouse``) keeps loading: importing an old name gives the module at its new place (the same module object, so
-``isinstance`` and monkeypatching see one thing) and a ``DeprecationWarning`` that names the new place.
+**Modules**, from before ``warehouse/`` was grouped into rooms: a third-party format written against the flat
+names (``readers``, ``records``, ``ingestor`` directly under ``warehouse``) keeps loading: importing an old name
+gives the module at its new place (the same module object, so ``isinstance`` and monkeypatching see one thing).
+
+**Keywords**, from before ``format=`` was split into its three meanings (``renamed_keyword``): the format a
+source is read as (``source_format``), the format a result is printed in (``output_format``) and the format an
+export writes (``export_format``). The command line keeps ``--format`` for each.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.abc
 import importlib.util
@@ -52,3 +57,34 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 def install() -> None:
     if not any(isinstance(f, _Alias) for f in sys.meta_path):
         sys.meta_path.append(_Alias())
+
+
+def renamed_keyword(old: str, new: str):
+    """The decorated function's keyword ``old`` is now ``new``: a call with ``old=`` still works, with a
+    DeprecationWarning; a call with both is a TypeError, as for any keyword given twice."""
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            if old in kwargs:
+                if new in kwargs:
+                    raise TypeError(f"{fn.__name__}() got {old}= and {new}=: {old}= is the old name of {new}=")
+                warnings.warn(f"{fn.__name__}({old}=...) is now {fn.__name__}({new}=...)", DeprecationWarning,
+                              stacklevel=2)
+                kwargs[new] = kwargs.pop(old)
+            return fn(*args, **kwargs)
+
+        return call
+
+    return wrap
+
+
+def renamed_attribute(old: str, new: str) -> property:
+    """A class's attribute ``old``, now ``new``: reading ``old`` gives ``new``'s value, with a DeprecationWarning."""
+
+    def get(self):
+        warnings.warn(f"{type(self).__name__}.{old} is now {type(self).__name__}.{new}", DeprecationWarning,
+                      stacklevel=2)
+        return getattr(self, new)
+
+    return property(get, doc=f"The old name of ``{new}``.")

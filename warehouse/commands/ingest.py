@@ -94,7 +94,7 @@ def cmd_ingest(args) -> int:
     summary = warehouse.ingest(
         args.paths,
         args.root,
-        format=args.format,
+        source_format=args.format,
         strict=args.strict,
         jobs=args.jobs,
         prune=args.prune,

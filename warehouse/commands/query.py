@@ -95,7 +95,7 @@ def add_history(sub) -> None:
 def cmd_sql(args) -> int:
     import warehouse
 
-    warehouse.sql(args.root, _query_text(args), format=args.format, max_rows=args.max_rows, max_width=args.max_width,
+    warehouse.sql(args.root, _query_text(args), output_format=args.format, max_rows=args.max_rows, max_width=args.max_width,
                   as_of=args.as_of, storage_options=args.storage_options)
     return EXIT_OK
 
@@ -124,12 +124,12 @@ def _query_text(args) -> str:
 def cmd_stats(args) -> int:
     import warehouse
 
-    warehouse.stats(args.root, files=args.files, format=args.format, storage_options=args.storage_options)
+    warehouse.stats(args.root, files=args.files, output_format=args.format, storage_options=args.storage_options)
     return EXIT_OK
 
 
 def cmd_history(args) -> int:
     import warehouse
 
-    warehouse.history(args.root, format=args.format, storage_options=args.storage_options)
+    warehouse.history(args.root, output_format=args.format, storage_options=args.storage_options)
     return EXIT_OK

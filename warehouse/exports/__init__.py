@@ -34,6 +34,7 @@ from warehouse.errors import ExportError, QueryError, UsageError
 from warehouse.exports.where import sandbox, selection_sql
 from warehouse.exports.workspace import Workspace
 from warehouse.formatkit.exporter import ExportContext, ExportFormat
+from warehouse.moved import renamed_attribute
 from warehouse.reading.damaged import damage_error
 from warehouse.reading.query import columns_hint, open_existing
 from warehouse.store.storage import Store
@@ -46,15 +47,17 @@ MEMORY_SIZE = re.compile(r"\d+(\.\d+)?\s*([KMGT]i?B|B)", re.IGNORECASE)
 
 @dataclass
 class ExportSummary:
-    format: str
+    export_format: str
     out: str
     selected: int
     written: int
     seconds: float
     notes: list[str]
 
+    format = renamed_attribute("format", "export_format")
+
     def text(self) -> str:
-        lines = [f"exported {self.written} of {self.selected} selected responses as {self.format} to {self.out} in {self.seconds:.2f}s"]
+        lines = [f"exported {self.written} of {self.selected} selected responses as {self.export_format} to {self.out} in {self.seconds:.2f}s"]
         return "\n".join(lines + self.notes)
 
 
@@ -63,10 +66,10 @@ class _Progress:
     bar, see ``warehouse.progress``). Until the format reports its first responses (while DuckDB
     selects and stages them) the bar shows DuckDB's progress through the running statement."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, fmt: str, enabled: bool):
+    def __init__(self, con: duckdb.DuckDBPyConnection, export_format: str, enabled: bool):
         from warehouse import progress
 
-        self.bar = progress.bar(None, desc=f"export {fmt}", unit=" responses", enabled=enabled)
+        self.bar = progress.bar(None, desc=f"export {export_format}", unit=" responses", enabled=enabled)
         self.preparing = progress.QueryProgress(con, self.bar) if self.bar is not None else None
 
     def selected(self, total: int) -> None:
@@ -122,7 +125,7 @@ def select(con: duckdb.DuckDBPyConnection, where: str | None, root: str = "") ->
 def export(
     root: str,
     where: str | None,
-    fmt: str,
+    export_format: str,
     out: str,
     *,
     extra_formats: Iterable[ExportFormat] = (),
@@ -132,28 +135,28 @@ def export(
     as_of: int | None = None,
     storage_options: StorageOptions = None,
 ) -> ExportSummary:
-    """Write the responses matching ``where`` (and their children) to ``out`` (a local path) as ``fmt``, from
+    """Write the responses matching ``where`` (and their children) to ``out`` (a local path) as ``export_format``, from
     warehouse snapshot ``as_of`` (default: the latest) of ``root`` (a local directory or an ``s3://`` URL)."""
     registry = formats(extra_formats)
-    if fmt not in registry:
-        raise UsageError(f"unknown export format {fmt!r}; choose one of: {', '.join(registry)}")
-    spec = registry[fmt]
+    if export_format not in registry:
+        raise UsageError(f"unknown export format {export_format!r}; choose one of: {', '.join(registry)}")
+    spec = registry[export_format]
     out = os.path.abspath(out)
     _check_out(root, out)
     if os.path.lexists(out) and spec.directory and not overwrite:
         raise UsageError(f"--out {out}: exists; remove it, choose another path, or pass --overwrite")
     if os.path.isdir(out) and not spec.directory:
-        raise UsageError(f"--out {out}: is a directory; the {fmt} format writes one file")
+        raise UsageError(f"--out {out}: is a directory; the {export_format} format writes one file")
     if spec.suffixes and not out.lower().endswith(spec.suffixes):
         named = " or ".join(spec.suffixes)
         name = os.path.splitext(os.path.basename(out))[0] + spec.suffixes[0]
-        raise UsageError(f"--out {out}: `warehouse ingest` reads the {fmt} format back only from a name ending in "
+        raise UsageError(f"--out {out}: `warehouse ingest` reads the {export_format} format back only from a name ending in "
                          f"{named} (it tells formats by the extension); name it {name}")
     if not MEMORY_SIZE.fullmatch(memory_limit.strip()):
         raise UsageError(f"--memory-limit {memory_limit!r}: not a memory size (give e.g. 1GB, 512MB)")
     t0 = time.monotonic()
     con = open_existing(root, as_of, storage_options)
-    shown = _Progress(con, fmt, progress)  # before the sandbox locks the connection's settings
+    shown = _Progress(con, export_format, progress)  # before the sandbox locks the connection's settings
     made: list[str] = []
     space, done = None, False
     try:
@@ -189,7 +192,7 @@ def export(
             space.discard()
         if not done:
             _remove_made(made)
-    return ExportSummary(fmt, out, total, written, time.monotonic() - t0, ctx.notes)
+    return ExportSummary(export_format, out, total, written, time.monotonic() - t0, ctx.notes)
 
 
 def _check_out(root: str, out: str) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from warehouse.errors import RecordError
+from warehouse.moved import renamed_attribute
 
 #: table name -> rows (dicts keyed by column name) produced by one record
 Mapped = dict[str, list[dict[str, Any]]]
@@ -114,7 +115,9 @@ class RecordContext:
     path: str
     locator: str
     index: int | None
-    format: str
+    source_format: str
+
+    format = renamed_attribute("format", "source_format")
 
     def locate(self, sub: str = "") -> str:
         return self.locator + sub

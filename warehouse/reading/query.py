@@ -15,6 +15,7 @@ from warehouse.access import StorageOptions
 from warehouse.checks import SQL_FORMATS, STATS_FORMATS
 from warehouse.errors import QueryError
 from warehouse.formatkit.declared import TABLES
+from warehouse.moved import renamed_keyword
 from warehouse.reading.damaged import damage_error
 from warehouse.reading.output import TABLE_ROWS, write_report, write_result
 from warehouse.reading.views import connect
@@ -68,12 +69,13 @@ def _views(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()]
 
 
+@renamed_keyword("format", "output_format")
 def sql(
     root: str | os.PathLike,
     query: str,
     params: Sequence[Any] | dict[str, Any] | None = None,
     *,
-    format: str | None = None,
+    output_format: str | None = None,
     max_rows: int | None = TABLE_ROWS,
     max_width: int | None = None,
     out: IO[str] | None = None,
@@ -82,8 +84,8 @@ def sql(
 ) -> duckdb.DuckDBPyRelation | None:
     """Run ``query`` (DuckDB SQL, one or more statements) on the views of the warehouse at ``root``.
 
-    Without ``format``: the result of the last statement as a DuckDB relation (``.pl()``,
-    ``.arrow()``, ``.fetchall()``; None for a statement without one). With ``format`` (one of
+    Without ``output_format``: the result of the last statement as a DuckDB relation (``.pl()``,
+    ``.arrow()``, ``.fetchall()``; None for a statement without one). With ``output_format`` (one of
     ``SQL_FORMATS``): the result written to ``out`` (default stdout) as ``warehouse sql`` prints it,
     the table format showing ``max_rows`` rows (0 or None: all) in lines of at most ``max_width`` characters
     (None: the terminal's width, or ``output.PIPE_WIDTH`` when ``out`` is not a terminal; 0: no limit); returns None. ``params`` fill ``?``
@@ -92,7 +94,7 @@ def sql(
     warehouse snapshot N (``warehouse.history`` lists them), default the latest. ``root`` may be an
     ``s3://`` URL; ``storage_options`` add to and override the AWS environment (docs/storage.md).
     """
-    checks.choice(format, "format", SQL_FORMATS)
+    checks.choice(output_format, "format", SQL_FORMATS)
     checks.count(max_rows, "max_rows", least=0, meaning=" (0: all)")
     checks.count(max_width, "max_width", least=0, meaning=" (0: no limit)")
     con = open_existing(root, checks.as_of(as_of), storage_options)
@@ -102,11 +104,11 @@ def sql(
                 query, params=params if isinstance(params, dict) else list(params))
         except duckdb.Error as e:
             raise damage_error(e, str(root)) or QueryError(f"{e}{missing_column_hint(con, query, e)}") from None
-        if format is None or relation is None:  # a statement without a result (SET, CREATE VIEW, ...)
+        if output_format is None or relation is None:  # a statement without a result (SET, CREATE VIEW, ...)
             con = None  # not closed: the relation holds it, open, until the relation is gone
             return relation
         try:
-            write_result(relation, format, out or sys.stdout, max_rows=max_rows or None, max_width=max_width)
+            write_result(relation, output_format, out or sys.stdout, max_rows=max_rows or None, max_width=max_width)
         except QueryError as e:  # a row that fails: a failed cast, or a damaged table's view, said in its own line
             raise damage_error(e, str(root)) or e from None
         return None
@@ -115,7 +117,8 @@ def sql(
             con.close()
 
 
-def stats(root: str | os.PathLike, *, files: bool = False, format: str | None = None,
+@renamed_keyword("format", "output_format")
+def stats(root: str | os.PathLike, *, files: bool = False, output_format: str | None = None,
           out: IO[str] | None = None, storage_options: StorageOptions = None) -> dict[str, Any] | None:
     """Row counts per table, and records seen / ingested / quarantined per format and per file, and
     notes on what the counts do not show (per-token values whose response is missing).
@@ -123,10 +126,10 @@ def stats(root: str | os.PathLike, *, files: bool = False, format: str | None = 
     For every file, ``records == ingested + quarantined`` (count conservation). ``files`` lists
     every file; by default only those with quarantined records or not ingested. The installed
     formats add sections of their own (``Ingestor.stats_queries``). Without
-    ``format``: a dict ``{"tables", "notes", "formats", "files", <section>...}``; with ``format`` (``table`` or
+    ``output_format``: a dict ``{"tables", "notes", "formats", "files", <section>...}``; with ``output_format`` (``table`` or
     ``json``): that written to ``out`` (default stdout) as ``warehouse stats`` prints it; returns None.
     """
-    checks.choice(format, "format", STATS_FORMATS)
+    checks.choice(output_format, "format", STATS_FORMATS)
     con = open_existing(root, storage_options=storage_options)
     try:
         st = _stats(con, files)
@@ -136,7 +139,7 @@ def stats(root: str | os.PathLike, *, files: bool = False, format: str | None = 
     finally:
         con.close()
     st.update({name: [dict(zip(names, row)) for row in rows] for name, (names, rows) in sections.items()})
-    if format is None:
+    if output_format is None:
         return st
     per_format = ["format", "status", "files", "records", "ingested", "quarantined", "bytes"]
     per_file = ["source_path", "source_format", "status", "records", "ingested", "quarantined"]
@@ -148,8 +151,8 @@ def stats(root: str | os.PathLike, *, files: bool = False, format: str | None = 
     for name, (names, rows) in sections.items():
         if rows:
             tables.append((name.replace("_", " ") + ":", names, rows))
-    write_report(st, format, out, tables)
-    if format == "table" and st["notes"]:
+    write_report(st, output_format, out, tables)
+    if output_format == "table" and st["notes"]:
         (out or sys.stdout).write("\n" + "\n".join(st["notes"]) + "\n")
     return None
 

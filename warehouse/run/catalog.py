@@ -101,7 +101,7 @@ class Catalog:
         return out
 
     @staticmethod
-    def compare(entry: dict | None, size: int, mtime_ns: int, format: str | None, settings: dict,
+    def compare(entry: dict | None, size: int, mtime_ns: int, source_format: str | None, settings: dict,
                 tree: str | None) -> Comparison:
         """Whether a walked file of this ``size`` and ``mtime_ns`` is as catalogued (``entry``).
 
@@ -109,7 +109,7 @@ class Catalog:
         and mtime match is unchanged unless a file, directory or option it was built from is
         not as recorded; then it is read and parsed again, whatever its bytes.
         """
-        same_format = entry is not None and (format is None or entry["source_format"] == format)
+        same_format = entry is not None and (source_format is None or entry["source_format"] == source_format)
         if not same_format:
             return Comparison(False, None)
         if entry["status"] != "unreadable" and entry["size_bytes"] == size and entry["mtime_ns"] == mtime_ns:

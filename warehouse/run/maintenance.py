@@ -16,6 +16,7 @@ from typing import IO, Any
 
 from warehouse import checks
 from warehouse.access import StorageOptions
+from warehouse.moved import renamed_keyword
 
 #: files replaced longer ago than this are deleted by ``compact`` (Delta's own default: 7 days);
 #: snapshots older than that may no longer be readable
@@ -23,20 +24,21 @@ RETENTION_HOURS = 168
 HISTORY_FORMATS = ("table", "json")
 
 
-def history(root: str | os.PathLike, *, format: str | None = None, out: IO[str] | None = None,
+@renamed_keyword("format", "output_format")
+def history(root: str | os.PathLike, *, output_format: str | None = None, out: IO[str] | None = None,
             storage_options: StorageOptions = None) -> list[dict] | None:
     """The warehouse snapshots of ``root``, oldest first: one dict each, with its integer ``snapshot`` (what
     ``as_of`` / ``--as-of`` take), ``time``, ``run_id``, ``operation`` (ingest, compact, upgrade), the files
     ingested, replaced and pruned, rows added and removed per table, each table's Delta ``versions``, and
     ``readable``: false once `warehouse compact` deleted files the snapshot reads (``as_of`` cannot read it).
-    With ``format`` (``table`` or ``json``): written to ``out`` (default stdout); returns None. ``root`` may be
+    With ``output_format`` (``table`` or ``json``): written to ``out`` (default stdout); returns None. ``root`` may be
     an ``s3://`` URL; ``storage_options`` add to and override the AWS environment (docs/storage.md)."""
     from warehouse import remote
     from warehouse.errors import NotASnapshot
     from warehouse.store.readable import read_existing_snapshot, readable_snapshots
     from warehouse.store.storage import Store
 
-    checks.choice(format, "format", HISTORY_FORMATS)
+    checks.choice(output_format, "format", HISTORY_FORMATS)
     root = checks.root(root)
     remote.configure_for(root, storage_options)
     store = Store(root)
@@ -50,13 +52,13 @@ def history(root: str | os.PathLike, *, format: str | None = None, out: IO[str] 
         print(f"warning: {e}", file=sys.stderr, flush=True)
     readable = readable_snapshots(store, records)
     rows = [{**_entry(r), "readable": r.number in readable} for r in records]
-    if format is None:
+    if output_format is None:
         return rows
     from warehouse.reading.output import write_report
 
     cols = ["snapshot", "time", "operation", "files_ingested", "files_replaced", "files_pruned", "rows_added",
             "rows_removed", "readable"]
-    write_report(rows, format, out, [(None, ["snapshot", "time", "operation", "ingested", "replaced", "pruned",
+    write_report(rows, output_format, out, [(None, ["snapshot", "time", "operation", "ingested", "replaced", "pruned",
                                              "rows in", "rows out", "readable"],
                                       [[_cell(r[c]) for c in cols] for r in rows])])
     return None

@@ -34,7 +34,7 @@ class FileScan:
     """
 
     def __init__(self, item: WorkItem, ingestor_name: str, chunk_bytes: int, size: int):
-        self.item, self.format, self.chunk_bytes, self.item_size = item, ingestor_name, chunk_bytes, size
+        self.item, self.source_format, self.chunk_bytes, self.item_size = item, ingestor_name, chunk_bytes, size
         self.sha256: str | None = None
         self.size = self.mtime_ns = 0
 
@@ -75,7 +75,7 @@ class FileScan:
                     lines_in_piece += region(block, done, nl + 1)
                     done = nl + 1
                     end = block_start + done
-                    yield WorkItem(self.item.path, format=self.format, chunk=(start, end, line), tree=self.item.tree)
+                    yield WorkItem(self.item.path, source_format=self.source_format, chunk=(start, end, line), tree=self.item.tree)
                     if waiting is not None:  # the first piece is out: catch up with it
                         lines_in_piece += sum(count_lines(*r, h) for r in waiting)
                         waiting = None  # (its blocks freed: the next reads reuse their memory)
@@ -84,7 +84,7 @@ class FileScan:
                     start = end
                 lines_in_piece += region(block, done)
             if pos > start:
-                yield WorkItem(self.item.path, format=self.format, chunk=(start, pos, line), tree=self.item.tree)
+                yield WorkItem(self.item.path, source_format=self.source_format, chunk=(start, pos, line), tree=self.item.tree)
         for block, lo, hi in waiting or ():  # the file was one piece: hashed only, its lines are not needed
             h.update(memoryview(block)[lo:hi])
         self.sha256 = h.hexdigest()

@@ -58,7 +58,7 @@ def ingest(
     root: str,
     *,
     registry: Registry | None = None,
-    format: str | None = None,
+    source_format: str | None = None,
     strict: bool = False,
     jobs: int | None = None,
     prune: bool = False,
@@ -84,8 +84,8 @@ def ingest(
     """
     t0 = time.monotonic()
     registry = registry or Registry.installed()
-    if format is not None:
-        registry.load(format)  # an unknown name is answered with the installed ones
+    if source_format is not None:
+        registry.load(source_format)  # an unknown name is answered with the installed ones
     ingestors = registry.ingestors()
     if not paths:
         raise UsageError("no paths to ingest")
@@ -114,14 +114,14 @@ def ingest(
             say(f"repairing: {line}")
         # Every JSON-looking file is looked at, claimed or not, so none is passed over silently.
         suffixes = tuple(sorted(set(JSON_SUFFIXES) | {s for i in ingestors for s in i.suffixes}))
-        if format is not None:
-            suffixes = next(i for i in ingestors if i.name == format).suffixes
+        if source_format is not None:
+            suffixes = next(i for i in ingestors if i.name == source_format).suffixes
         for p in paths:
             if p not in existing and not catalog.covers(p):
                 raise UsageError(f"{p}: no such file or directory, and no catalogued file was under it")
         # Once the walk has found work enough for a pool, its forkserver starts importing alongside.
         warm = (lambda: start_forkserver(registry)) if engine == "local" and job_count(jobs) > 1 else None
-        work = what_to_read(paths, existing, store, catalog, summary, suffixes, format, settings, trees, warm,
+        work = what_to_read(paths, existing, store, catalog, summary, suffixes, source_format, settings, trees, warm,
                              mending.reread)
         gone = work.gone
         if prune:
@@ -135,7 +135,7 @@ def ingest(
             run_id=run_id,
             root=str(store.root),
             registry=registry,
-            forced_format=format,
+            forced_format=source_format,
             strict=strict,
             max_record_bytes=max_record_bytes,
             options=settings,

@@ -59,7 +59,7 @@ class _Provenance:
     def __init__(self, table):
         self.path = table.has("source_path")
         self.locator = table.has("source_locator")
-        self.format = table.has("source_format")
+        self.has_source_format = table.has("source_format")
         self.index = table.has("record_index")
         self.record_id = table.has("record_id")
         self.id_column = {"responses": "response_id", "annotations": "annotation_id"}.get(table.name)
@@ -260,8 +260,8 @@ class RecordSink:
                     row.setdefault("source_path", ctx.path)
                 if prov.locator:
                     row.setdefault("source_locator", ctx.locator)
-                if prov.format:
-                    row.setdefault("source_format", ctx.format)
+                if prov.has_source_format:
+                    row.setdefault("source_format", ctx.source_format)
                 if prov.index:
                     row.setdefault("record_index", ctx.index)
                 if prov.record_id:

@@ -30,7 +30,7 @@ class Work:
 
 
 def what_to_read(paths: Sequence[str], existing: list[str], store: Store, catalog: Catalog, summary: IngestSummary,
-                  suffixes: tuple[str, ...], format: str | None, settings: dict, trees: dict[str, str],
+                  suffixes: tuple[str, ...], source_format: str | None, settings: dict, trees: dict[str, str],
                   warm: Callable[[], None] | None = None, reread: set[str] = frozenset()) -> Work:
     """Walk ``existing``, skip what the catalog says is unchanged, and add what depends on a change and
     ``reread`` (sources read again whatever the catalog says: ``damage.plan``). ``warm`` is called once,
@@ -63,7 +63,7 @@ def what_to_read(paths: Sequence[str], existing: list[str], store: Store, catalo
         if path != found.path:  # the catalogued source, met through another path: its tree is the catalogued one
             tree = entry.get("source_tree") or os.path.dirname(path)
         seen.add(path)
-        unchanged_now, previous = catalog.compare(entry, found.size, found.mtime_ns, format, settings, tree)
+        unchanged_now, previous = catalog.compare(entry, found.size, found.mtime_ns, source_format, settings, tree)
         if path in reread:  # its rows are lost in a damaged table: read, even if its bytes are the same
             unchanged_now, previous = False, None
         if unchanged_now:

@@ -49,7 +49,7 @@ class WorkItem:
     explicit: bool = False  # named on the command line: never passed over silently
     #: a piece of a large JSONL file: (start byte, end byte, first line), its format detected by the runner
     chunk: tuple[int, int, int] | None = None
-    format: str | None = None
+    source_format: str | None = None
     tree: str | None = None  # the PATH it was found under; None: the file's directory
 
 
@@ -251,7 +251,7 @@ class BatchIngest:
 
     def _chunk(self, item: WorkItem, src: SourceFile, counts: Counts) -> None:
         """A piece of a large JSONL file: its rows, and a partial catalog row the runner merges."""
-        ingestor = self.by_name[item.format]
+        ingestor = self.by_name[item.source_format]
         self.result.piece_of = item.path
         self.result.bytes_read += src.size
         if not self._fast(item.path, ingestor, src, counts):
