@@ -287,6 +287,17 @@ def golden(request):
     return check
 
 
+def activation_tree(tmp_path: Path) -> Path:
+    """Activation tensors in trait-interp's layouts, under ``tmp_path/experiments`` (the activations format reads
+    their paths, never their bytes). Made once: asked again, the same files, unchanged."""
+    for rel in ("experiments/e/inference/base/raw/residual/harmful/1.pt",
+                "experiments/e/extraction/cat/trait/base/activations/response_all/residual/train_all_layers.pt"):
+        if not (tmp_path / rel).exists():
+            (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / rel).write_bytes(b"\x80\x02")
+    return tmp_path / "experiments"
+
+
 def export_out(path: Path, fmt: str) -> Path:
     """``path``, with the extension an export as ``fmt`` must end in to be read back (afterimage: .jsonl)."""
     from warehouse.exports import formats

@@ -18,7 +18,7 @@ import pytest
 from warehouse.formatkit.declared_views import view_files, view_name
 from warehouse.formatkit.registry import GROUP, Registry
 
-from .conftest import FIXTURES
+from .conftest import FIXTURES, activation_tree
 
 #: a process whose installed formats are the one named by its first argument; it ingests the paths after it
 #: into a new root and answers every view, as JSON on stdout
@@ -53,18 +53,9 @@ PATH_COLUMNS = ["experiment", "pipeline", "model_variant", "trait", "position", 
                 "generation_params"]
 
 
-def _activation_files(tmp_path):
-    """Activation tensors of trait-interp's layouts (the format reads their paths, never their bytes)."""
-    for rel in ("experiments/e/inference/base/raw/residual/harmful/1.pt",
-                "experiments/e/extraction/cat/trait/base/activations/response_all/residual/train_all_layers.pt"):
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_bytes(b"\x80\x02")
-    return [tmp_path / "experiments"]
-
-
 def _sources(name, tmp_path):
     if name == "activations":
-        return _activation_files(tmp_path)
+        return [activation_tree(tmp_path)]
     return [p for p in sorted(FIXTURES.iterdir()) if p.is_dir() and (p.name == name or p.name.startswith(name + "_"))]
 
 
