@@ -90,7 +90,7 @@ def pytest_xdist_auto_num_workers(config):
 def pytest_addoption(parser):
     parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/* from the current output (read the diff!)")
     parser.addoption("--update-screenshots", action="store_true",
-                     help="rewrite the viewer's screenshots under docs/viewer/ (tests/test_viewer_browser.py)")
+                     help="rewrite the viewer's screenshots under docs/viewer/ (tests/viewer/test_viewer_browser.py)")
 
 
 class Warehouse:

@@ -168,3 +168,19 @@ def test_a_modules_old_name_imports_the_module_at_its_new_place_with_a_warning()
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
     assert out == ["warehouse.readers is now warehouse.formatkit.readers: import it from there (the old name goes "
                    "in the next release)", "True warehouse.formatkit.readers"]
+
+
+#: the tests of the whole project, not of one room: they stay at the top of tests/
+WHOLE = {"test_architecture", "test_docs", "test_install", "test_layers", "test_notebooks", "test_packaging",
+         "test_realdata"}
+
+
+def test_the_tests_are_in_the_rooms_they_test():
+    """tests/ mirrors warehouse/: a folder per room (``formats`` for the formats' own tests, ``ground`` for the
+    modules at the top of warehouse/, ``commands`` for the command line and the Python API), and at the top
+    only the checks of the whole project."""
+    tests = REPO / "tests"
+    rooms = {p.name for p in (REPO / "warehouse").iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and any(p.glob("test_*.py"))}
+    assert folders <= rooms | {"formats", "ground"}, folders - rooms
+    assert {p.stem for p in tests.glob("test_*.py")} == WHOLE

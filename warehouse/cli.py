@@ -5,7 +5,7 @@ max_record_mb=8)``: an option and the parameter it fills have the same name (``-
 fills ``wait=False``), and the function checks the values (``warehouse.checks``), so the
 command line and Python accept and refuse the same things. Only ``--quiet`` (no progress
 bar: ``progress=False``, and no summary, which the function returns) and ``sql -f FILE``
-(the query read from a file) are the command line's own (``tests/test_parity.py``).
+(the query read from a file) are the command line's own (``tests/commands/test_parity.py``).
 
 stdout carries data only (query results, stats); progress, summaries and errors
 go to stderr. A fault ends in one line on stderr saying what state things are in, and

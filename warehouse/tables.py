@@ -76,7 +76,7 @@ class Table:
     # A total order of the table's rows, so an export of the same rows gives the same bytes
     # whatever order the Parquet files hold them in: where a row was read (source_path,
     # source_locator), then the columns that tell apart rows read from one place. Every table
-    # an export writes declares one (tests/test_export_safety.py checks it tells rows apart).
+    # an export writes declares one (tests/exports/test_export_safety.py checks it tells rows apart).
     order: tuple[str, ...] = ()
     # How its rows belong to responses (``Parent``); None for tables about files (the catalog,
     # quarantine, a format's prompt sets), which exports do not carry as children.

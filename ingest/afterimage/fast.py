@@ -10,7 +10,7 @@ at a time (``FastResult.rest``): text that is not UTF-8 (Arrow's reader does not
 check it), numbers the record path refuses or reads differently (a 400-digit
 integer is ``inf`` to Arrow, ``Inf`` and ``NaN`` are not JSON, ``-0`` is the
 integer 0 to the record path but -0.0 to Arrow), roles AfterImage does not
-have, null messages or criteria. tests/test_fast_paths.py holds the two paths
+have, null messages or criteria. tests/formatkit/test_fast_paths.py holds the two paths
 to the same rows.
 """
 

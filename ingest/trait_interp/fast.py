@@ -11,7 +11,7 @@ belongs, a duplicate key, an object, a top-level array, invalid JSON or UTF-8). 
 refuses is looked at file by file with orjson (``response_record``): the files of the flat
 shape are mapped from their objects (``_from_values``), the others left to
 ``map_response``, which maps or quarantines them exactly.
-tests/test_fast_documents.py holds these rows to the record path's.
+tests/formatkit/test_fast_documents.py holds these rows to the record path's.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 rewrites the constructs sqlglot leaves DuckDB-shaped or translates with another meaning
 (``RULES``, each one construct, wherever a view uses it), and writes Spark SQL. There
 is no second copy of any view: a view added to ``sql/`` is translated the same way, and
-``tests/test_spark.py`` runs every view on both engines and compares their rows.
+``tests/spark/test_spark.py`` runs every view on both engines and compares their rows.
 
 The rules, and why each one is needed:
 
