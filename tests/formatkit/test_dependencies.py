@@ -43,7 +43,7 @@ class Pair(Ingestor):
                                "response": (env["side"] or {}).get("response")}]}
 
 
-REF = Registry.of({"pair": "tests.test_dependencies:Pair"})
+REF = Registry.of({"pair": "tests.formatkit.test_dependencies:Pair"})
 
 
 def rows(wh):

@@ -212,7 +212,7 @@ class Refers(Ingestor):
                                "extra": {"error": record.envelope["error"]}}]}
 
 
-REFERS = Registry.of({"refers": "tests.test_remote:Refers"})
+REFERS = Registry.of({"refers": "tests.ground.test_remote:Refers"})
 
 
 def test_references_resolve_inside_the_prefix_and_a_changed_one_rebuilds(s3, bucket, tmp_path):

@@ -55,7 +55,7 @@ class Toy(Ingestor):
         return {"responses": [{"prompt": record.value["prompt"], "response": "r"}]}
 
 
-TOY = Registry.of({"toy": "tests.test_engines:Toy"})
+TOY = Registry.of({"toy": "tests.run.test_engines:Toy"})
 
 #: set by a ``.hang.json`` file read in the ingest process itself (a worker's copy is its own)
 HANGING_HERE = threading.Event()
@@ -74,7 +74,7 @@ class Here(Toy):
         return {"responses": [{"prompt": record.value["prompt"], "response": str(os.getpid())}]}
 
 
-HERE = Registry.of({"here": "tests.test_engines:Here"})
+HERE = Registry.of({"here": "tests.run.test_engines:Here"})
 
 
 def _specs(root, batches, registry=None, run_id="20260101T000000000Z-0000"):
@@ -187,7 +187,7 @@ def test_the_forkserver_imports_the_worker_and_the_runs_formats_once_for_every_w
     """Workers are forked with these loaded, instead of each importing pyarrow and the formats."""
     from warehouse.run.pool import preload_modules
 
-    assert preload_modules(TOY) == ["warehouse.run.forkserver_start", "__main__", "warehouse.run.worker", "tests.test_engines"]
+    assert preload_modules(TOY) == ["warehouse.run.forkserver_start", "__main__", "warehouse.run.worker", "tests.run.test_engines"]
     installed = preload_modules(Registry.installed())
     assert "warehouse.run.worker" in installed and all(m in installed for m in ("warehouse.formats.afterimage",
                                                                               "warehouse.formats.trait_interp"))
