@@ -70,6 +70,7 @@ def empty_hugging_face_cache(tmp_path_factory):
         yield
 
 
+@pytest.hookimpl(tryfirst=True)  # the marks are on before pytest-xdist reads them (its hook runs first else)
 def pytest_collection_modifyitems(items):
     """Tests that share an expensive per-worker fixture run on one worker (pytest-xdist ``--dist
     loadgroup``): the session's Spark (one JVM, started once: more JVMs made the suite slower on 2
