@@ -73,8 +73,8 @@ def empty_hugging_face_cache(tmp_path_factory):
 @pytest.hookimpl(tryfirst=True)  # the marks are on before pytest-xdist reads them (its hook runs first else)
 def pytest_collection_modifyitems(items):
     """Tests that share an expensive per-worker fixture run on one worker (pytest-xdist ``--dist
-    loadgroup``): the session's Spark (one JVM, started once: more JVMs made the suite slower on 2
-    cores), and the real tokenizers' converted cache, built once."""
+    loadgroup``): the session's Spark (one JVM, started once, not one a worker), and the real tokenizers'
+    converted cache, built once. ``tests/spark/test_spark.py`` fails when the groups do not hold."""
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("spark"))

@@ -109,20 +109,14 @@ def test_hugging_face_datasets(samples_wh, empty_wh, tmp_path, monkeypatch):
         assert len(empty) == 0 and empty.column_names == declared(name)
 
 
-def test_spark_from_the_file_list(samples_wh, empty_wh):
-    pytest.importorskip("pyspark", reason="pyspark is not installed: the Spark extra (issue 19) installs it, "
-                                          "and CI runs this test with it")
-    from pyspark.sql import SparkSession
-
-    spark = SparkSession.builder.master("local[1]").appName("reading.md").getOrCreate()
-    try:
-        ns = run("Spark, from the file list", samples_wh.root, spark=spark)
-        rows = [r.asDict() for r in ns["steering"].select("response", "trait_score", "experiment", "trait").collect()]
-        assert as_tuples(rows) == as_tuples(steering_rows(samples_wh))
-        # tables with no data file: Spark said UNABLE_TO_INFER_SCHEMA
-        assert run("Spark, from the file list", empty_wh.root, spark=spark)["steering"].count() == 0
-        for name in EMPTY_TABLES:
-            empty = ns["table"](name)
-            assert empty.count() == 0 and empty.columns == declared(name)
-    finally:
-        spark.stop()
+def test_spark_from_the_file_list(spark, samples_wh, empty_wh):
+    """On the tests' one Spark session (tests/conftest.py): a session of its own would be that one
+    (``getOrCreate``), and stopping it stopped every later Spark test of the worker."""
+    ns = run("Spark, from the file list", samples_wh.root, spark=spark)
+    rows = [r.asDict() for r in ns["steering"].select("response", "trait_score", "experiment", "trait").collect()]
+    assert as_tuples(rows) == as_tuples(steering_rows(samples_wh))
+    # tables with no data file: Spark said UNABLE_TO_INFER_SCHEMA
+    assert run("Spark, from the file list", empty_wh.root, spark=spark)["steering"].count() == 0
+    for name in EMPTY_TABLES:
+        empty = ns["table"](name)
+        assert empty.count() == 0 and empty.columns == declared(name)

@@ -510,3 +510,15 @@ def test_no_java_or_a_java_too_old_is_one_line(tmp_path):
     assert proc.stderr.startswith("error: Spark did not start on local[2]: java.lang.UnsupportedClassVersionError: ")
     assert "(Spark 4 needs Java 17 or later; WAREHOUSE_SPARK_LOG=FILE keeps Spark's own output" in proc.stderr
     assert not (tmp_path / "wh").exists()
+
+
+@pytest.mark.xdist_group("spark")
+def test_the_spark_tests_share_one_worker(request):
+    """The Spark tests run on one worker, with one session (tests/conftest.py marks them): pytest-xdist groups by a
+    suffix it writes into each test's id, which pytest 9.2 no longer reads (pytest-dev/pytest-xdist#1386); then
+    every worker starts a JVM of its own and nothing else says so."""
+    if not getattr(request.config.option, "loadgroup", False):
+        pytest.skip("not run by pytest-xdist with --dist loadgroup (README's test command does): no groups to check")
+    assert request.node.nodeid.endswith("@spark"), (
+        "pytest-xdist's --dist loadgroup did not group this test: this pytest and pytest-xdist do not work "
+        "together; install the versions pyproject.toml's test extra asks for")
