@@ -140,16 +140,11 @@ def s3(tmp_path_factory):
 @pytest.fixture
 def bucket(s3, monkeypatch):
     """A new bucket, and the environment holding only the standard variables for the server."""
-    from warehouse import remote
-
     for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL_S3"):
         monkeypatch.delenv(name, raising=False)
     for name, value in s3.env().items():
         monkeypatch.setenv(name, value)
-    name = s3.new_bucket()
-    # the storage options an earlier test's run left in this process are forgotten: the environment's apply
-    remote.configure(None, new_run=True)
-    return name
+    return s3.new_bucket()
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from warehouse.filesystems import FileSystems
 from warehouse.formatkit.ingestor import Ingestor, exporter_in
 from warehouse.formatkit.opening import HEAD_BYTES, open_source
 from warehouse.formatkit.records import Mapped, Record, RecordContext
@@ -64,7 +65,9 @@ def _parquet_shape(path: str, head: bytes) -> str | None:
     try:
         if len(head) < HEAD_BYTES:
             return parquet_shape(pq.read_schema(io.BytesIO(head)))
-        f, size, _mtime = open_source(path)
+        # sniff is given a path and a head, not the run's FileSystems: an object is reached with the
+        # environment's storage options here (a run's --storage-option reaches it when it is read)
+        f, size, _mtime = open_source(path, FileSystems.for_path(path))
         with f:
             f.seek(max(size - 8, 0))
             tail = f.read(8)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from warehouse.errors import ReferenceRefused, where
-from warehouse.formatkit.opening import isdir, normpath
+from warehouse.formatkit.opening import normpath
 from warehouse.formatkit.readers import decode_json
 from warehouse.formatkit.records import RecordContext, RecordError, stable_id
 from warehouse.formatkit.source import SourceFile
@@ -233,7 +233,7 @@ def _resolver_for(src: SourceFile, form: str, root: dict) -> Resolver:
         r = Resolver(src, "array", array_file)
         r.load_array()
         src.list_dependency_dir(set_dir)
-        if r._array_error and (isdir(set_dir) or "/inference/" in src.path):
+        if r._array_error and (src.filesystems.isdir(set_dir) or "/inference/" in src.path):
             return Resolver(src, "dir", set_dir)
         return r
     if form in ("detailed", "audit"):
@@ -246,7 +246,7 @@ def _resolver_for(src: SourceFile, form: str, root: dict) -> Resolver:
                     src.list_dependency_dir(candidate)  # so the responses are found when they appear
                 except ReferenceRefused as e:
                     return Resolver(src, None, None, f"metadata.response_source {source!r}: {e.message}")
-                if isdir(candidate):
+                if src.filesystems.isdir(candidate):
                     return Resolver(src, "dir", candidate)
             return Resolver(
                 src, None, None,
@@ -254,7 +254,7 @@ def _resolver_for(src: SourceFile, form: str, root: dict) -> Resolver:
                 f"file inside {src.tree}",
             )
         src.list_dependency_dir(set_dir)
-        if isdir(set_dir) or "/inference/" in src.path:
+        if src.filesystems.isdir(set_dir) or "/inference/" in src.path:
             return Resolver(src, "dir", set_dir)
         return Resolver(
             src, None, None,

@@ -22,6 +22,7 @@ import pytest
 import warehouse
 from warehouse import access, urlpaths
 from warehouse.errors import ObjectStoreError, QueryError, StorageError
+from warehouse.filesystems import FileSystems
 from warehouse.store import remote_root
 from warehouse.store.storage import Store
 
@@ -183,7 +184,7 @@ def test_history_and_compact_on_a_remote_root(s3, env_for, tmp_path):
     assert [h["operation"] for h in history] == ["ingest", "ingest", "compact"]
     assert history[-1]["files_compacted"]  # some table had small files merged
     assert {t: w.one(f"SELECT count(*) FROM {t}") for t in before} == before  # the rows did not change
-    assert orjson.loads(remote_root.read_object(Store(root).lock_path))["released"]  # the lease was let go
+    assert orjson.loads(remote_root.read_object(FileSystems(), Store(root).lock_path))["released"]  # the lease was let go
     assert list(tmp_path.iterdir()) == [src]
 
     # outside readers of the bucket's tables agree with the views
@@ -331,7 +332,7 @@ def test_an_older_file_lacking_a_later_column_reads_it_as_null_on_a_remote_root(
     files = Store(root).read_snapshot().tables["responses"]
     assert "later_note" in files["columns"]
     fs = s3.filesystem()
-    names = [n for n, _ in remote_root.list_objects(f"{root}/responses") if n.endswith(".parquet")]
+    names = [n for n, _ in remote_root.list_objects(FileSystems(), f"{root}/responses") if n.endswith(".parquet")]
     schemas = [pq.read_schema(f"{bucket}/wh/responses/{n}", filesystem=fs) for n in names]
     assert sorted("later_note" in s.names for s in schemas) == [False, True]  # an older file lacks it
     rows = w.rows("SELECT source_path, later_note FROM raw.responses")
@@ -414,7 +415,7 @@ def test_spark_reads_a_file_lacking_declared_columns_as_nulls_of_their_types(spa
     w = Warehouse(url)
     w.ingest(sorted((SAMPLES / "afterimage").glob("*.jsonl"))[0])
     files = snapshot_files(url)["responses"]
-    fs, path = remote_root.fs_path(files[0])
+    fs, path = FileSystems().path(files[0])
     older = pq.read_table(path, filesystem=fs)
     dropped = ["context_ids", "persona", "persona_generation_depth"]  # a list, a text and an integer column
     assert all(older.column(c).null_count == 0 for c in dropped)  # (each with values in the file as written)

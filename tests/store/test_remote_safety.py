@@ -21,6 +21,7 @@ import pytest
 
 import warehouse
 from warehouse.errors import LeaseLost, LockedError, ObjectStoreError
+from warehouse.filesystems import FileSystems
 from warehouse.store import delta, lease, remote_root, storage
 from warehouse.store.lease import Lease
 from warehouse.store.storage import Store
@@ -37,8 +38,8 @@ def _lines() -> list[bytes]:
 
 def _expire(url: str) -> None:
     """Time passing for a lease nobody renews: its stored expiry moved into the past (conditionally)."""
-    data, e_tag = remote_root.read_versioned(url)
-    remote_root.replace_object(url, orjson.dumps({**orjson.loads(data), "expires": 0}), e_tag)
+    data, e_tag = remote_root.read_versioned(FileSystems(), url)
+    remote_root.replace_object(FileSystems(), url, orjson.dumps({**orjson.loads(data), "expires": 0}), e_tag)
 
 
 # --- 1. the lease ---------------------------------------------------------------------------------
@@ -46,14 +47,14 @@ def _expire(url: str) -> None:
 
 def test_two_takers_of_one_stale_lease_exactly_one_wins(s3, bucket):
     url = f"s3://{bucket}/wh/.warehouse/lock"
-    remote_root.create_object(url, orjson.dumps({"holder": "a dead writer", "token": "t", "expires": 0}))
-    one, two = Lease(url, "wh"), Lease(url, "wh")
-    _, e_tag = remote_root.read_versioned(url)  # both read the stale lease, then both try to take it over
+    remote_root.create_object(FileSystems(), url, orjson.dumps({"holder": "a dead writer", "token": "t", "expires": 0}))
+    one, two = Lease(FileSystems(), url, "wh"), Lease(FileSystems(), url, "wh")
+    _, e_tag = remote_root.read_versioned(FileSystems(), url)  # both read the stale lease, then both try to take it over
     assert sorted([one.take(e_tag), two.take(e_tag)]) == [False, True]
     winner = one if one.e_tag else two
-    assert orjson.loads(remote_root.read_versioned(url)[0])["token"] == winner.me["token"]
+    assert orjson.loads(remote_root.read_versioned(FileSystems(), url)[0])["token"] == winner.me["token"]
     # through the whole path: a third taker finds the winner's live lease and is told who holds it
-    holder = Lease(url, "wh").try_take()
+    holder = Lease(FileSystems(), url, "wh").try_take()
     assert holder["holder"] == winner.me["holder"]
     assert re.fullmatch(r"pid \d+ on \S+", holder["holder"])
 
@@ -62,10 +63,10 @@ def test_two_takers_of_one_stale_lease_exactly_one_wins(s3, bucket):
                                   b'{"expires": null}', b"[1]", b"not json"])
 def test_a_lock_object_that_is_no_lease_is_taken_over(s3, bucket, body):
     url = f"s3://{bucket}/wh/.warehouse/lock"
-    remote_root.create_object(url, body)
-    lease = Lease(url, "wh")
+    remote_root.create_object(FileSystems(), url, body)
+    lease = Lease(FileSystems(), url, "wh")
     assert lease.try_take() is None
-    assert orjson.loads(remote_root.read_versioned(url)[0])["token"] == lease.me["token"]
+    assert orjson.loads(remote_root.read_versioned(FileSystems(), url)[0])["token"] == lease.me["token"]
 
 
 def test_a_renewal_past_the_expiry_keeps_the_lease_only_if_nobody_took_it(s3, bucket, monkeypatch):
@@ -73,29 +74,29 @@ def test_a_renewal_past_the_expiry_keeps_the_lease_only_if_nobody_took_it(s3, bu
     monkeypatch.setattr(lease, "_now", lambda: clock[0])
     monkeypatch.setattr(lease, "LEASE_SECONDS", 5.0)
     url = f"s3://{bucket}/wh/.warehouse/lock"
-    paused = Lease(url, "wh")
+    paused = Lease(FileSystems(), url, "wh")
     assert paused.try_take() is None
     # the holder is paused past its expiry; another writer takes the lease over
     clock[0] += 6
-    other = Lease(url, "wh")
+    other = Lease(FileSystems(), url, "wh")
     assert other.try_take() is None
     paused.renew()  # the paused run wakes: its renewal is refused, it knows it lost the lease
     assert paused.lost == other.me["holder"]
     with pytest.raises(LeaseLost, match=f"taken over by {re.escape(other.me['holder'])}"):
         paused.check()
-    assert orjson.loads(remote_root.read_versioned(url)[0])["token"] == other.me["token"]
+    assert orjson.loads(remote_root.read_versioned(FileSystems(), url)[0])["token"] == other.me["token"]
     paused.release()  # a lost lease is not released: it is the other writer's
-    assert orjson.loads(remote_root.read_versioned(url)[0])["token"] == other.me["token"]
+    assert orjson.loads(remote_root.read_versioned(FileSystems(), url)[0])["token"] == other.me["token"]
     # a renewal late but first wins: a taker that read the lapsed lease before it fails
     other.release()
-    late = Lease(url, "wh")
+    late = Lease(FileSystems(), url, "wh")
     assert late.try_take() is None
     clock[0] += 6
-    _, lapsed = remote_root.read_versioned(url)
+    _, lapsed = remote_root.read_versioned(FileSystems(), url)
     late.renew()
     assert late.lost is None
-    assert not Lease(url, "wh").take(lapsed)
-    assert Lease(url, "wh").try_take()["holder"] == late.me["holder"]  # renewed: not expired
+    assert not Lease(FileSystems(), url, "wh").take(lapsed)
+    assert Lease(FileSystems(), url, "wh").try_take()["holder"] == late.me["holder"]  # renewed: not expired
 
 
 def test_a_lease_expiring_decades_ahead_is_shown_and_taken_over_once_nobody_renews_it(s3, bucket, monkeypatch):
@@ -111,7 +112,7 @@ def test_a_lease_expiring_decades_ahead_is_shown_and_taken_over_once_nobody_rene
 
     def write(body: dict, e_tag: str | None = None) -> None:
         data = orjson.dumps({"holder": "pid 7 on fast-clock", "token": "t", **body})
-        remote_root.replace_object(url, data, e_tag) if e_tag else remote_root.create_object(url, data)
+        remote_root.replace_object(FileSystems(), url, data, e_tag) if e_tag else remote_root.create_object(FileSystems(), url, data)
 
     write({"expires": decades})
     with pytest.raises(LockedError) as e:
@@ -120,18 +121,18 @@ def test_a_lease_expiring_decades_ahead_is_shown_and_taken_over_once_nobody_rene
     message = str(e.value)
     assert "pid 7 on fast-clock" in message and year in message and "\n" not in message, message
     assert f"aws s3 rm {url}" in message and "clock" in message, message
-    waiter = Lease(url, root)
+    waiter = Lease(FileSystems(), url, root)
     assert waiter.try_take()["holder"] == "pid 7 on fast-clock"
     for _ in range(3):  # a live writer with the same wrong clock renews: never taken, however long we wait
         clock[0] += lease.LEASE_SECONDS / 2
-        write({"expires": decades + clock[0]}, remote_root.read_versioned(url)[1])
+        write({"expires": decades + clock[0]}, remote_root.read_versioned(FileSystems(), url)[1])
         assert waiter.try_take() is not None
     clock[0] += lease.LEASE_SECONDS + 1  # nobody renewed it for a whole lease period: its writer is gone
     assert waiter.try_take() is None
-    assert orjson.loads(remote_root.read_versioned(url)[0])["token"] == waiter.me["token"]
+    assert orjson.loads(remote_root.read_versioned(FileSystems(), url)[0])["token"] == waiter.me["token"]
     waiter.release()
     # a waiting writer (not --no-wait) gets there by itself: the sleep between looks moves the clock
-    write({"expires": decades}, remote_root.read_versioned(url)[1])
+    write({"expires": decades}, remote_root.read_versioned(FileSystems(), url)[1])
     monkeypatch.setattr(storage.time, "sleep", lambda seconds: clock.__setitem__(0, clock[0] + seconds))
     said = []
     with Store(root).lock(announce=said.append):
@@ -148,13 +149,13 @@ def test_a_run_whose_lease_was_taken_over_refuses_to_commit_and_the_new_holder_r
     before = w.rows("SELECT * FROM responses ORDER BY response_id")
     put(s3, f"s3://{bucket}/src/b.jsonl", _lines()[1])
     store = Store(root)
-    original, calls, thief = delta.commit_table, [], Lease(store.lock_path, root)
+    original, calls, thief = delta.commit_table, [], Lease(FileSystems(), store.lock_path, root)
 
     def commit_table(*args, **kwargs):
         version = original(*args, **kwargs)
         calls.append(args[0])
         if len(calls) == 1:  # after the first table's commit, another writer takes the lease over
-            assert thief.take(remote_root.read_versioned(store.lock_path)[1])
+            assert thief.take(remote_root.read_versioned(FileSystems(), store.lock_path)[1])
         return version
 
     monkeypatch.setattr(delta, "commit_table", commit_table)
@@ -176,8 +177,8 @@ def test_a_run_whose_lease_was_taken_over_refuses_to_commit_and_the_new_holder_r
 def _lost_reply(put):
     """``put`` (a remote create or conditional replace) whose request lands but whose reply never comes:
     a timeout after the store applied it, or a client retrying it and the retry being refused."""
-    def landed(url, *args):
-        put(url, *args)
+    def landed(filesystems, url, *args):
+        put(filesystems, url, *args)
         raise ObjectStoreError(f"{url}: cannot reach the endpoint: check AWS_ENDPOINT_URL and the network")
     return landed
 
@@ -186,7 +187,7 @@ def test_a_lease_put_that_landed_without_a_reply_is_still_this_runs(s3, bucket, 
     """Not 'taken over by' the run itself: a renewal, a take and a release whose reply was lost find
     their own token under an ETag they never saw, and go on with it."""
     url = f"s3://{bucket}/wh/.warehouse/lock"
-    lease = Lease(url, "wh")
+    lease = Lease(FileSystems(), url, "wh")
     assert lease.try_take() is None
     replace = remote_root.replace_object
     monkeypatch.setattr(remote_root, "replace_object", _lost_reply(replace))
@@ -194,23 +195,23 @@ def test_a_lease_put_that_landed_without_a_reply_is_still_this_runs(s3, bucket, 
         lease.renew()
     monkeypatch.setattr(remote_root, "replace_object", replace)
     lease.check()  # before a commit step: still this run's lease, renewed
-    assert lease.lost is None and lease.e_tag == remote_root.read_versioned(url)[1]
+    assert lease.lost is None and lease.e_tag == remote_root.read_versioned(FileSystems(), url)[1]
     monkeypatch.setattr(remote_root, "replace_object", _lost_reply(replace))
     with pytest.raises(ObjectStoreError):
         lease.renew()
     monkeypatch.setattr(remote_root, "replace_object", replace)
     lease.release()  # released, not left to lapse
-    assert orjson.loads(remote_root.read_versioned(url)[0])["released"]
+    assert orjson.loads(remote_root.read_versioned(FileSystems(), url)[0])["released"]
     # a take whose create landed: the next look finds this run's own lease, not a holder to wait for
     other = f"s3://{bucket}/wh2/.warehouse/lock"
-    taker = Lease(other, "wh2")
+    taker = Lease(FileSystems(), other, "wh2")
     create = remote_root.create_object
     monkeypatch.setattr(remote_root, "create_object", _lost_reply(create))
     with pytest.raises(ObjectStoreError):
         taker.try_take()
     monkeypatch.setattr(remote_root, "create_object", create)
     assert taker.try_take() is None
-    assert taker.e_tag == remote_root.read_versioned(other)[1]
+    assert taker.e_tag == remote_root.read_versioned(FileSystems(), other)[1]
 
 
 def test_a_lease_that_cannot_be_released_leaves_the_committed_run_committed(s3, bucket, monkeypatch, capsys):
@@ -218,10 +219,10 @@ def test_a_lease_that_cannot_be_released_leaves_the_committed_run_committed(s3, 
     put(s3, f"s3://{bucket}/src/a.jsonl", _lines()[0])
     replace = remote_root.replace_object
 
-    def no_release(url, data, e_tag):
+    def no_release(filesystems, url, data, e_tag):
         if orjson.loads(data).get("released"):
             raise ObjectStoreError(f"{url}: cannot reach the endpoint: check AWS_ENDPOINT_URL and the network")
-        return replace(url, data, e_tag)
+        return replace(filesystems, url, data, e_tag)
 
     monkeypatch.setattr(remote_root, "replace_object", no_release)
     summary = warehouse.ingest(f"s3://{bucket}/src", root, progress=False)
@@ -244,12 +245,12 @@ def test_a_compact_whose_lease_was_taken_over_stops_before_its_next_commit_step(
         w.ingest(f"s3://{bucket}/src")
     store = Store(root)
     pinned = store.read_snapshot().tables
-    thief, original, opened = Lease(store.lock_path, root), delta.open_table, []
+    thief, original, opened = Lease(FileSystems(), store.lock_path, root), delta.open_table, []
 
     def open_table(uri, *args, **kwargs):
         opened.append(uri)
         if len(opened) == 1:  # compact has the lease; another writer takes it over
-            assert thief.take(remote_root.read_versioned(store.lock_path)[1])
+            assert thief.take(remote_root.read_versioned(FileSystems(), store.lock_path)[1])
         return original(uri, *args, **kwargs)
 
     monkeypatch.setattr(delta, "open_table", open_table)
@@ -259,7 +260,7 @@ def test_a_compact_whose_lease_was_taken_over_stops_before_its_next_commit_step(
     assert store.snapshot_numbers() == [1, 2]
     for name, table in pinned.items():  # no table committed past its pin, none repaired by the loser
         assert delta.open_table(store.table_uri(name)).version() == table["version"], name
-    assert orjson.loads(remote_root.read_versioned(store.lock_path)[0])["token"] == thief.me["token"]
+    assert orjson.loads(remote_root.read_versioned(FileSystems(), store.lock_path)[0])["token"] == thief.me["token"]
 
 
 # --- 2. errors on root writes ---------------------------------------------------------------------
@@ -381,7 +382,7 @@ def test_a_writer_killed_between_table_commits_is_repaired_by_the_next_run(s3, b
     store = Store(root)
     assert store.snapshot_numbers() == [1]
     moved = [d.name for d in store.table_dirs()
-             if delta.is_table(str(d)) and delta.open_table(str(d)).version() > store.read_snapshot().version(d.name)]
+             if delta.is_table(d) and delta.open_table(d).version() > store.read_snapshot().version(d.name)]
     assert moved  # a table committed past the snapshot
     assert w.rows("SELECT * FROM responses ORDER BY response_id") == before  # readers see snapshot 1
     # its lease is live until it expires: a writer is told who holds it
@@ -395,7 +396,7 @@ def test_a_writer_killed_between_table_commits_is_repaired_by_the_next_run(s3, b
     assert again.committed and store.snapshot_numbers() == [1, 2]
     assert w.one("SELECT count(DISTINCT source_path) FROM responses") == 2
     for name in moved:  # every table is at the version its snapshot pins (restores included)
-        assert delta.open_table(f"{root}/{name}").version() == store.read_snapshot().version(name)
+        assert delta.open_table(store.table_uri(name)).version() == store.read_snapshot().version(name)
 
 
 def test_two_writer_processes_on_one_remote_root_both_land(s3, bucket):
@@ -440,7 +441,7 @@ def test_the_table_folders_of_a_remote_root_cost_one_listing_each(s3, bucket):
     s3.start_recording()
     dirs = store.table_dirs()
     listings = [q for m, q in s3.recorded() if m == "GET" and "list-type=2" in q]
-    folders = [n for n in remote_root.list_folders(root) if not n.startswith(".")]
+    folders = [n for n in remote_root.list_folders(FileSystems(), root) if not n.startswith(".")]
     assert f"{root}/responses_new" in dirs
     assert len(listings) == 1 + len(folders), listings  # the root, then each table folder once
 
@@ -464,6 +465,7 @@ def test_a_local_fault_during_a_run_into_a_remote_root_keeps_the_local_message()
     class Root:  # what said_in_one_line asks of a store
         remote = True
         root = "s3://b/wh"
+        filesystems = FileSystems()
 
         def exists(self):
             return True

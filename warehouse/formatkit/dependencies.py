@@ -27,7 +27,8 @@ from typing import Any, Literal
 
 import orjson
 
-from warehouse import remote, urlpaths
+from warehouse import urlpaths
+from warehouse.filesystems import FileSystems
 
 Kind = Literal["file", "dir", "option", "refused"]
 
@@ -84,15 +85,16 @@ class Dependency:
             return cls.directory(d["path"], d["mtime_ns"])
         return cls.file(d["path"], d["size"], d["mtime_ns"], d["sha256"])
 
-    def changed(self, settings: dict, tree: str | None = None) -> bool:
+    def changed(self, settings: dict, tree: str | None, filesystems: FileSystems) -> bool:
         """True when it is not as recorded: the option has another value in ``settings``, the file or
-        directory changed, appeared or went; or, refused, it lies inside ``tree`` (the source's tree now)."""
+        directory changed, appeared or went; or, refused, it lies inside ``tree`` (the source's tree now).
+        An object is looked at through the run's ``filesystems`` (from its listing, when that covers it)."""
         if self.kind == "refused":
             return bool(tree) and urlpaths.inside(self.path, urlpaths.normpath(tree))
         if self.kind == "option":
             return settings.get(self.name) != self.value
         if urlpaths.is_url(self.path):  # an object or a prefix: from the run's listing when it covers it
-            found = remote.stat(self.path)
+            found = filesystems.stat(self.path)
             if found is None:
                 return self.mtime_ns is not None
             kind, size, mtime_ns = found
@@ -140,9 +142,9 @@ class DependsOn:
                 out.append(d)
         return DependsOn(tuple(out))
 
-    def changed(self, settings: dict, tree: str | None = None) -> bool:
+    def changed(self, settings: dict, tree: str | None, filesystems: FileSystems) -> bool:
         """True when any dependency is not as recorded (see ``Dependency.changed``)."""
-        return any(d.changed(settings, tree) for d in self.items)
+        return any(d.changed(settings, tree, filesystems) for d in self.items)
 
     def names(self, paths: set[str], dirs: set[str]) -> bool:
         """True when one of ``paths`` is a path these name (a file read or refused, a directory

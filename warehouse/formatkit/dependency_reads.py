@@ -16,6 +16,7 @@ import os
 
 from warehouse import remote, urlpaths
 from warehouse.errors import ReferenceRefused
+from warehouse.filesystems import FileSystems
 from warehouse.formatkit.dependencies import Dependency
 from warehouse.formatkit.opening import HEAD_BYTES, normpath, open_regular, open_source
 
@@ -23,9 +24,10 @@ from warehouse.formatkit.opening import HEAD_BYTES, normpath, open_regular, open
 class DependencyReads:
     """The reads of a ``SourceFile`` (``source.py``) beyond its own bytes, each recorded in ``dependencies``.
 
-    Uses the file's ``path``, ``tree``, ``max_record_bytes`` and ``dependencies``.
+    Uses the file's ``path``, ``tree``, ``max_record_bytes``, ``dependencies`` and ``filesystems``.
     """
 
+    filesystems: FileSystems
     path: str
     tree: str
     max_record_bytes: int
@@ -93,7 +95,7 @@ class DependencyReads:
         """
         path = self.reference(path)
         try:
-            f, total, mtime_ns = open_source(path)
+            f, total, mtime_ns = open_source(path, self.filesystems)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             self.dependencies.append(Dependency.file(path))  # absent: read when it appears
             return None
@@ -112,7 +114,7 @@ class DependencyReads:
     def _read_object(self, url: str) -> bytes | None:
         """``read_dependency`` of an object: the same rules, through its listing entry or a HEAD."""
         try:
-            found = remote.stat(url)
+            found = self.filesystems.stat(url)
             if found is None or found[0] != "file":
                 self.dependencies.append(Dependency.file(url))
                 return None
@@ -123,7 +125,7 @@ class DependencyReads:
                     f"{url}: {size} bytes, over the {self.max_record_bytes}-byte record limit; "
                     "raise --max-record-mb to read it"
                 )
-            f, _size, _mtime = remote.open_file(url)
+            f, _size, _mtime = self.filesystems.open_object(url)
             with f:
                 data = f.read(self.max_record_bytes + 1)[: self.max_record_bytes]
         except OSError as e:
@@ -154,7 +156,7 @@ class DependencyReads:
         path = self.reference(path)
         if urlpaths.is_url(path):
             try:
-                names = remote.list_dir(path)
+                names = self.filesystems.list_dir(path)
             except OSError as e:
                 raise ReferenceRefused(f"cannot list {path}: {e.strerror or e}") from None
             if sum(len(n) + 1 for n in names) > self.max_record_bytes:

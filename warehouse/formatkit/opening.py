@@ -2,7 +2,7 @@
 
 Only regular files are read (a FIFO would block the run forever, ``/dev/zero``
 never ends), and never more than their size said when opened. A source may be an
-object (``s3://bucket/key``, see ``remote.py``): it is opened the same way, for
+object (``s3://bucket/key``, see ``filesystems.py``): it is opened the same way, for
 ranged reads of a buffer at a time.
 """
 
@@ -13,7 +13,8 @@ import os
 import stat
 from typing import BinaryIO
 
-from warehouse import remote, urlpaths
+from warehouse import urlpaths
+from warehouse.filesystems import FileSystems
 
 HEAD_BYTES = 64 * 1024
 DEFAULT_MAX_RECORD_BYTES = 64 * 1024 * 1024
@@ -56,10 +57,11 @@ def open_regular(path: str) -> BinaryIO:
     return f
 
 
-def open_source(path: str) -> tuple[BinaryIO, int, int]:
-    """(file, size, mtime_ns) of a regular local file or an object (a URL); OSError saying why not."""
+def open_source(path: str, filesystems: FileSystems) -> tuple[BinaryIO, int, int]:
+    """(file, size, mtime_ns) of a regular local file or an object (a URL, through ``filesystems``);
+    OSError saying why not."""
     if urlpaths.is_url(path):
-        return remote.open_file(path)
+        return filesystems.open_object(path)
     f = open_regular(path)
     st = os.fstat(f.fileno())
     return f, st.st_size, st.st_mtime_ns
@@ -68,8 +70,3 @@ def open_source(path: str) -> tuple[BinaryIO, int, int]:
 def normpath(path: str) -> str:
     """A path made absolute and normal, ``..`` resolved by name; a URL stays a URL (``urlpaths.normpath``)."""
     return urlpaths.normpath(path)
-
-
-def isdir(path: str) -> bool:
-    """True when ``path`` is a directory, or a prefix that holds objects."""
-    return remote.isdir(path)

@@ -13,6 +13,7 @@ import io
 import os
 from typing import BinaryIO
 
+from warehouse.filesystems import FileSystems
 from warehouse.formatkit.dependencies import Dependency
 from warehouse.formatkit.dependency_reads import DependencyReads
 from warehouse.formatkit.opening import (
@@ -40,11 +41,14 @@ class SourceFile(DependencyReads):
         options: dict | None = None,
         chunk: tuple[int, int, int] | None = None,
         tree: str | None = None,
+        filesystems: FileSystems | None = None,
     ):
         """``chunk`` = (start byte, end byte, number of the first line): read only that
         piece of a JSONL file (a piece ends at a line end, so it holds whole lines).
         ``tree``: the directory the file was found under (default: the file's own);
-        paths taken from the file's data must lie inside it."""
+        paths taken from the file's data must lie inside it. ``filesystems``: how the file and what it depends
+        on are reached (the run's; by default the environment's options, for a URL)."""
+        self.filesystems = filesystems or FileSystems.for_path(path)
         self.path = path
         self.tree = normpath(tree) if tree else os.path.dirname(normpath(path))
         self.max_record_bytes = max_record_bytes
@@ -53,7 +57,7 @@ class SourceFile(DependencyReads):
         self.options = options or {}
         #: other files and directories this file's rows were built from (see ``read_dependency``)
         self.dependencies: list[Dependency] = []
-        self._f, self.size, self.mtime_ns = open_source(path)
+        self._f, self.size, self.mtime_ns = open_source(path, self.filesystems)
         self._hash = hashlib.sha256()
         self._hashed = False  # every byte hashed already (``seekable``): the digest is final
         self._data: bytes | None = None

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from warehouse.filesystems import FileSystems
 from warehouse.formatkit.declared import TABLES
 from warehouse.reading.statements import create_view, duckdb_errors
 from warehouse.reading.statements import quote as _quote
-from warehouse.store import remote_root
 from warehouse.store.snapshots import SnapshotRecord
 from warehouse.tables import Table, duckdb_type
 
@@ -92,7 +92,7 @@ ARROW_SCAN = "arrow-scan:"
 
 
 def register_remote_files(con: duckdb.DuckDBPyConnection, files: dict[str, list[str]],
-                          schemas: dict) -> tuple[dict[str, list[str]], dict]:
+                          schemas: dict, filesystems: FileSystems) -> tuple[dict[str, list[str]], dict]:
     """A remote root's tables as DuckDB reads them without httpfs (not installable offline): per table
     a ``pyarrow.dataset`` over the pinned files through ``pyarrow.fs``, registered in ``con``. DuckDB's
     Arrow scan pushes projections and filters into the dataset, so columns and row groups not needed
@@ -107,8 +107,8 @@ def register_remote_files(con: duckdb.DuckDBPyConnection, files: dict[str, list[
         if not urls:
             out[name] = []
             continue
-        fs, _ = remote_root.fs_path(urls[0])
-        paths = [remote_root.fs_path(u)[1] for u in urls]
+        fs, _ = filesystems.path(urls[0])
+        paths = [filesystems.path(u)[1] for u in urls]
         dataset = ds.dataset(paths, filesystem=fs, format="parquet", schema=schemas[name])
         relation = f"_warehouse_arrow_{name}"
         con.register(relation, dataset)

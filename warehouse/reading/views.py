@@ -17,9 +17,9 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from warehouse import remote
 from warehouse.access import StorageOptions
 from warehouse.errors import StorageError, first_line
+from warehouse.filesystems import FileSystems
 from warehouse.formatkit.declared_views import PATH_FIELDS, path_fields_sql_hash, view_statements
 from warehouse.reading.damaged import damage_message
 from warehouse.reading.raw import ARROW_SCAN, create_raw_views, register_remote_files
@@ -85,10 +85,12 @@ class Snapshot:
 
     #: tables that cannot be read, and why (their views fail with it)
     damaged: dict = field(default_factory=dict, compare=False, repr=False)
+    #: how the root is reached (its store's)
+    filesystems: FileSystems = field(default_factory=lambda: FileSystems(check=False), compare=False, repr=False)
 
     def missing(self) -> list[str]:
         """The files of this snapshot that are gone (deleted by `warehouse compact` once past its retention)."""
-        return [f for f in self.files if not remote.exists(f)]
+        return [f for f in self.files if not self.filesystems.exists(f)]
 
 
 def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None, threads: int | None = None,
@@ -97,8 +99,7 @@ def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None, threads:
     from warehouse import checks
 
     as_of = checks.as_of(as_of)
-    remote.configure_for(root, storage_options)
-    store = Store(root)
+    store = Store(root, FileSystems.for_path(root, storage_options))
     record = read_existing_snapshot(store, root, as_of)
     # a remote root's tables are read through Arrow datasets, made with each table's schema and DeltaTable
     schemas: dict | None = {} if store.remote else None
@@ -114,7 +115,7 @@ def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None, threads:
                 raise StorageError(
                     f"{root}: snapshot {as_of} cannot be read any more: table {name} was made again by snapshot "
                     f"{made}, its Delta log having been lost. {readable_hint(store)}")
-        gone = [f for fs in files.values() for f in fs if not remote.exists(f)]
+        gone = [f for fs in files.values() for f in fs if not store.filesystems.exists(f)]
         if gone:
             raise StorageError(
                 f"{root}: snapshot {as_of} cannot be read any more: `warehouse compact` deleted {len(gone)} of its "
@@ -123,7 +124,7 @@ def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None, threads:
         for name in list(files):
             # a missing object, by one listing; one that is no Parquet file fails the query that reads it, and
             # ``damage_error`` names its table (a file of another size than logged is the writers' to mend)
-            found = delta_damage.data_damage(str(store.root), name, opened[name], by_size=False)
+            found = delta_damage.data_damage(store.root, name, opened[name], by_size=False)
             if found is not None:
                 damaged[name] = found
                 del files[name]
@@ -139,11 +140,11 @@ def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None, threads:
     every = tuple(f for fs in files.values() for f in fs)
     datasets: dict = {}
     if store.remote:
-        files, datasets = register_remote_files(con, files, schemas)
+        files, datasets = register_remote_files(con, files, schemas, store.filesystems)
     create_raw_views(con, files, record, messages, None if damaged is None else _diagnose_view(store, record, opened))
     fresh = record.path_fields_sql == path_fields_sql_hash()
     apply_sql_views(con, files.get(PATH_FIELDS) if fresh and PATH_FIELDS not in messages else None)
-    return con, Snapshot(str(store.root), record.number, record.run_id, every, datasets, messages)
+    return con, Snapshot(str(store.root), record.number, record.run_id, every, datasets, messages, store.filesystems)
 
 
 def _diagnose_view(store: Store, record: SnapshotRecord, opened: dict | None):
@@ -151,7 +152,7 @@ def _diagnose_view(store: Store, record: SnapshotRecord, opened: dict | None):
 
     def diagnose(name: str, error: BaseException) -> str:
         table = (opened or {}).get(name) or delta.open_table(store.table_uri(name), record.tables[name]["version"])
-        found = delta_damage.data_damage(str(store.root), name, table, footers=True)
+        found = delta_damage.data_damage(store.root, name, table, footers=True)
         if found is None:  # nothing wrong with its files after all: DuckDB's own reason
             found = delta_damage.Damage(name, delta_damage.UNKNOWN, f"its data files cannot be read ({first_line(error)})",
                                  name)

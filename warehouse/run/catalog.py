@@ -17,9 +17,9 @@ from typing import NamedTuple
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from warehouse import remote, urlpaths
+from warehouse import urlpaths
+from warehouse.filesystems import FileSystems
 from warehouse.formatkit.dependencies import DependsOn
-from warehouse.store import remote_root
 from warehouse.store.snapshots import SnapshotRecord
 from warehouse.store.storage import Store
 from warehouse.urlpaths import inside
@@ -49,7 +49,7 @@ class Catalog:
             return cls()
 
         def read(f: str) -> pa.Table:
-            fs, where = remote_root.fs_path(f)
+            fs, where = store.filesystems.path(f)
             # one file: not pq.read_table, whose pyarrow.dataset makes pyarrow import pandas (0.15 s)
             return pq.ParquetFile(where, filesystem=fs).read()
 
@@ -102,7 +102,7 @@ class Catalog:
 
     @staticmethod
     def compare(entry: dict | None, size: int, mtime_ns: int, source_format: str | None, settings: dict,
-                tree: str | None) -> Comparison:
+                tree: str | None, filesystems: FileSystems) -> Comparison:
         """Whether a walked file of this ``size`` and ``mtime_ns`` is as catalogued (``entry``).
 
         Read with ``--format``, a file catalogued as another format is new. A file whose size
@@ -114,7 +114,7 @@ class Catalog:
             return Comparison(False, None)
         if entry["status"] != "unreadable" and entry["size_bytes"] == size and entry["mtime_ns"] == mtime_ns:
             deps = entry.get("depends_on")
-            if not deps or not DependsOn.from_json(deps).changed(settings, tree):
+            if not deps or not DependsOn.from_json(deps).changed(settings, tree, filesystems):
                 return Comparison(True, None)
             return Comparison(False, None)  # the file is as it was, what it was built from is not
         return Comparison(False, entry["sha256"])
@@ -129,7 +129,7 @@ class Catalog:
             if entry.get("depends_on") and DependsOn.from_json(entry["depends_on"]).names(paths, dirs)
         }
 
-    def gone(self, paths: Sequence[str], seen: set[str]) -> set[str]:
+    def gone(self, paths: Sequence[str], seen: set[str], filesystems: FileSystems) -> set[str]:
         """Catalogued files under the given paths that the walk did not find and that no longer exist.
 
         "Under" a given path by name, or under the real path it leads to: a file first
@@ -140,7 +140,7 @@ class Catalog:
         given |= {os.path.realpath(p) for p in given if not urlpaths.is_url(p)}
         return {
             path for path in self.rows
-            if path not in seen and any(inside(path, g) for g in given) and not remote.exists(path)
+            if path not in seen and any(inside(path, g) for g in given) and not filesystems.exists(path)
         }
 
     def covers(self, path: str) -> bool:

@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from warehouse import remote
 from warehouse.errors import DamagedTable, LeaseLost, first_line
 from warehouse.formatkit.declared import TABLES
 from warehouse.formatkit.declared_views import PATH_FIELDS, path_fields_sql_hash
@@ -177,14 +176,14 @@ def commit(store: Store, record: SnapshotRecord, catalog: Catalog, changes: Chan
 
     sources_path = store.data_path("sources", f"{run_id}.parquet")
     rows = [rows_of[p] for p in sorted(rows_of)]
-    fs, where = remote_root.fs_path(sources_path)
+    fs, where = store.filesystems.path(sources_path)
     pq.write_table(pa.Table.from_pylist(rows, schema=SOURCES.arrow_schema), where, filesystem=fs, **PARQUET_OPTIONS)
-    plan.append(_whole(store, record, "sources", SOURCES.arrow_schema, Part.of(str(store.root), sources_path),
+    plan.append(_whole(store, record, "sources", SOURCES.arrow_schema, Part.of(store.root, sources_path),
                        mending.remake))
     if not same_paths:
         pf_path = store.data_path(PATH_FIELDS, f"{run_id}.parquet")
         pf_schema = _path_fields(store, rows, sources_path, pf_path, changes.path_fields)
-        plan.append(_whole(store, record, PATH_FIELDS, pf_schema, Part.of(str(store.root), pf_path), mending.remake))
+        plan.append(_whole(store, record, PATH_FIELDS, pf_schema, Part.of(store.root, pf_path), mending.remake))
     if not store.remote:  # a put is durable once it returns; local files are synced before the commit
         ahead = changes.ahead or CommitAhead(store)
         for change in plan:
@@ -226,7 +225,7 @@ def _path_fields(store: Store, rows: list[dict], sources_path: str, pf_path: str
         local_sources, local_pf = os.path.join(tmp, "sources.parquet"), os.path.join(tmp, "path_fields.parquet")
         pq.write_table(pa.Table.from_pylist(rows, schema=SOURCES.arrow_schema), local_sources, **PARQUET_OPTIONS)
         schema = materialize_path_fields(local_sources, local_pf)
-        fs, where = remote_root.fs_path(pf_path)
+        fs, where = store.filesystems.path(pf_path)
         with open(local_pf, "rb") as src, fs.open_output_stream(where) as dst:
             shutil.copyfileobj(src, dst, 8 << 20)
     return schema
@@ -306,7 +305,7 @@ def _drop_rows_of(store: Store, change: _TableChange, paths: set[str], new_name,
             continue
         if low is not None and high is not None and not _any_between(wanted, low, high):
             continue
-        fs, where = remote_root.fs_path(path)
+        fs, where = store.filesystems.path(path)
         try:
             src = pq.ParquetFile(fs.open_input_file(where))
         except (OSError, ValueError) as e:  # the same size as logged, yet not Parquet: check's listing cannot tell
@@ -323,17 +322,17 @@ def _drop_rows_of(store: Store, change: _TableChange, paths: set[str], new_name,
         rewritten = _rewrite_without(src, value_set, store.data_path(change.name, new_name()),
                                      column_encodings(TABLES[change.name]) if change.name in TABLES else {})
         if rewritten is not None:
-            change.adds.append(Part.of(str(store.root), rewritten))
+            change.adds.append(Part.of(store.root, rewritten))
     if change.removes:  # the columns of the files still live: read from their footers
         removed = set(change.removes)
         for rel in actions.column("path").to_pylist():
             if rel not in removed and unquote(rel) not in lost:
-                columns |= set(_schema(f"{uri}/{rel}").names)
-        change.columns = columns | {c for p in change.adds for c in _schema(store.abspath(p.path)).names}
+                columns |= set(_schema(store, f"{uri}/{rel}").names)
+        change.columns = columns | {c for p in change.adds for c in _schema(store, store.abspath(p.path)).names}
 
 
-def _schema(path: str) -> pa.Schema:
-    fs, where = remote_root.fs_path(path)
+def _schema(store: Store, path: str) -> pa.Schema:
+    fs, where = store.filesystems.path(path)
     return pq.read_schema(where, filesystem=fs)
 
 
@@ -384,15 +383,15 @@ def repair(store: Store, record: SnapshotRecord, *, delete_orphans: bool = True,
     done = []
     ours = {*TABLES, PATH_FIELDS, *record.tables}  # a folder of the user's beside them is theirs
     for d in store.table_dirs(ours):
-        if d.name in skip or not delta.is_table(str(d)):
+        if d.name in skip or not delta.is_table(d):
             continue
         pinned = record.version(d.name)
         if pinned is None:
             store.remove_tree(str(d)) if store.remote else shutil.rmtree(d)
             done.append(f"removed {d.name}/, a table created by a run that did not finish")
             continue
-        with remote.writing_root(str(d)):
-            table = (opened or {}).get(d.name) or delta.open_table(str(d))
+        with store.filesystems.writing_root(str(d)):
+            table = (opened or {}).get(d.name) or delta.open_table(d)
             if table.version() > pinned:
                 table.restore(pinned, commit_properties=delta.properties(
                     {"warehouse_operation": "repair", "warehouse_snapshot": record.number}))
@@ -409,7 +408,7 @@ def repair(store: Store, record: SnapshotRecord, *, delete_orphans: bool = True,
                 for name in store.run_files(str(d)):
                     m = RUN_ID.match(name)
                     if m and m.group() not in known:
-                        remote_root.delete_object(f"{d}/{name}")
+                        remote_root.delete_object(store.filesystems, f"{d}/{name}")
                         n += 1
                 continue
             for f in d.iterdir():

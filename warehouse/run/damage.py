@@ -29,7 +29,6 @@ import shutil
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
-from warehouse import remote
 from warehouse.errors import DamagedTable, StorageError, WarehouseError
 from warehouse.formatkit.declared import TABLES
 from warehouse.formatkit.declared_views import PATH_FIELDS
@@ -46,7 +45,7 @@ def check(store: Store, record: SnapshotRecord, say) -> tuple[dict[str, Damage],
     """Every table ``record`` pins, read at its latest version and at its pinned one (lock held): a damaged
     checkpoint or commit after the pinned version mended. Returns what else is wrong, by table, and the
     tables opened at their latest version (``commit.repair`` restores them to their pins)."""
-    root = str(store.root)
+    root = store.root  # a remote root's RootURL carries its storage options
     found: dict[str, Damage] = {}
     opened: dict = {}
     for name in declared(record):
@@ -146,7 +145,7 @@ def load_catalog(store: Store, record: SnapshotRecord) -> Catalog:
     except Exception as e:  # noqa: BLE001 - deltalake's errors for its log; pyarrow's for its file
         if not (delta.is_delta_error(e) or isinstance(e, (OSError, ValueError))):
             raise
-        root, version = str(store.root), record.tables["sources"]["version"]
+        root, version = store.root, record.tables["sources"]["version"]
         try:
             found = delta_damage.data_damage(root, "sources", delta.open_table(store.table_uri("sources"), version),
                                       footers=True)
@@ -167,7 +166,7 @@ def plan(store: Store, record: SnapshotRecord, damaged: dict[str, Damage], catal
          *, prune: bool) -> Mending:
     """How this ingest mends ``damaged``: which files it removes, which tables it makes again, which sources
     it reads again (``catalog_rows``: the catalog, when it is not what was lost). Raises when it cannot."""
-    root = str(store.root)
+    root = store.root  # a remote root's RootURL carries its storage options
     m = Mending(damaged=dict(damaged))
     for name, d in damaged.items():
         if d.kind not in (delta_damage.DATA, delta_damage.LOST_LOG):
@@ -186,7 +185,7 @@ def plan(store: Store, record: SnapshotRecord, damaged: dict[str, Damage], catal
     for name, files in m.lost.items():
         if name in TABLES and TABLES[name].per_source:
             m.reread |= _paths_in_files(store, record, name, files, known)
-    gone = {p for p in m.reread if not remote.isfile(p)}
+    gone = {p for p in m.reread if not store.filesystems.isfile(p)}
     if gone and not prune:
         d = next(iter(damaged.values()))
         example = sorted(gone)[0]
@@ -220,7 +219,7 @@ def _paths_in_tables(store: Store, record: SnapshotRecord, damaged: dict[str, Da
         if name in damaged or name not in TABLES or not TABLES[name].per_source:
             continue
         for f in delta.live_files(store.table_uri(name), record.tables[name]["version"]):
-            fs, where = remote_root.fs_path(f)
+            fs, where = store.filesystems.path(f)
             column = pq.ParquetFile(where, filesystem=fs).read(columns=["source_path"])["source_path"]
             out |= {p for p in column.unique().to_pylist() if p is not None}
     return out
@@ -232,12 +231,12 @@ def set_aside_log(store: Store, table: str, run_id: str) -> str | None:
     src = f"{store.table_uri(table)}/{delta.LOG}"
     dst = f"{store.root}/{STATE_DIR}/{DAMAGED}/{table}-{run_id}-{delta.LOG}"
     if store.remote:
-        names = remote_root.list_objects(src, recursive=True)
+        names = remote_root.list_objects(store.filesystems, src, recursive=True)
         for name, _ in names:
-            data = remote_root.read_object(f"{src}/{name}")
+            data = remote_root.read_object(store.filesystems, f"{src}/{name}")
             if data is not None:
-                remote_root.create_object(f"{dst}/{name}", data)
-            remote_root.delete_object(f"{src}/{name}")
+                remote_root.create_object(store.filesystems, f"{dst}/{name}", data)
+            remote_root.delete_object(store.filesystems, f"{src}/{name}")
         return dst if names else None
     if not os.path.lexists(src):
         return None
@@ -251,7 +250,7 @@ def drop_new_log(store: Store, table: str) -> None:
     the run found it (lost; the next run makes it again)."""
     src = f"{store.table_uri(table)}/{delta.LOG}"
     if store.remote:
-        for name, _ in remote_root.list_objects(src, recursive=True):
-            remote_root.delete_object(f"{src}/{name}")
+        for name, _ in remote_root.list_objects(store.filesystems, src, recursive=True):
+            remote_root.delete_object(store.filesystems, f"{src}/{name}")
     else:
         shutil.rmtree(src, ignore_errors=True)

@@ -11,7 +11,7 @@ cannot be listed or stat'ed, or whose name is not valid UTF-8, is reported, not
 silently passed over.
 
 A URL (``s3://bucket/prefix``) is walked the same way through its listing
-(``remote.walk_objects``): objects in key order, hidden names below the prefix
+(``FileSystems.walk_objects``): objects in key order, hidden names below the prefix
 skipped, the same suffixes; an object's identity is its URL.
 
 Compressed files of those suffixes (``x.jsonl.gz``) are not read, but reported
@@ -26,7 +26,8 @@ import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from warehouse import remote, urlpaths
+from warehouse import urlpaths
+from warehouse.filesystems import FileSystems
 from warehouse.run.encodings import compressed_suffixes
 
 
@@ -63,6 +64,7 @@ class Compressed:
 
 def walk(
     paths: Iterable[str],
+    filesystems: FileSystems,
     *,
     suffixes: tuple[str, ...],
     exclude: tuple[int, int] | str | None = None,
@@ -72,14 +74,15 @@ def walk(
     A path given explicitly is always yielded (whatever its suffix), so
     ``ingest notes.txt --format NAME`` reaches the ingestor. ``exclude`` is
     the warehouse root, never entered: a local directory's (st_dev, st_ino), or
-    a URL (nothing under that prefix is listed as a source).
+    a URL (nothing under that prefix is listed as a source). Objects are listed through the run's
+    ``filesystems``, which remembers what it listed.
     """
     seen_dirs: set[tuple[int, int]] = set()
     seen_files: set[tuple[int, int]] = set()
     seen_urls: set[str] = set()
     for given in paths:
         if urlpaths.is_url(given):
-            yield from _walk_url(urlpaths.normpath(given), suffixes, seen_urls, exclude if isinstance(exclude, str) else None)
+            yield from _walk_url(filesystems, urlpaths.normpath(given), suffixes, seen_urls, exclude if isinstance(exclude, str) else None)
             continue
         path = os.path.abspath(given)
         if not _utf8(path):
@@ -100,12 +103,13 @@ def walk(
                         identity=(st.st_dev, st.st_ino))
 
 
-def _walk_url(url: str, suffixes: tuple[str, ...], seen: set[str], exclude: str | None) -> Iterator[Found | Compressed]:
+def _walk_url(filesystems: FileSystems, url: str, suffixes: tuple[str, ...], seen: set[str],
+              exclude: str | None) -> Iterator[Found | Compressed]:
     """The objects under a prefix (or the one object ``url`` names), as the local walk finds files;
     none under ``exclude`` (a root inside the prefix: its Delta logs, lease and snapshots are no sources)."""
     below_root = exclude + "/" if exclude else None
     compressed = compressed_suffixes(suffixes)
-    for entry in remote.walk_objects(url):
+    for entry in filesystems.walk_objects(url):
         if entry.url in seen or (below_root and entry.url.startswith(below_root)):
             continue
         if entry.url == url:  # named on its own: always looked at

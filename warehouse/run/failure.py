@@ -11,7 +11,7 @@ import signal
 import threading
 from contextlib import contextmanager
 
-from warehouse import remote, urlpaths
+from warehouse import urlpaths
 from warehouse.errors import Interrupted, ObjectStoreError, StorageError, WarehouseError, WorkerLost
 from warehouse.run.commit import COMMITTED
 from warehouse.store import delta
@@ -71,7 +71,7 @@ def _said_os_error(store: Store, e: Exception, doing: str) -> None:
     # A write into the remote root refused (a worker's Parquet put, the catalog's): the library names
     # no local file. A local file's fault (a full temporary disk) keeps the local message below.
     if store.remote and not e.filename:
-        refused = remote.run_error(str(store.root), e, writing=True)
+        refused = store.filesystems.run_error(str(store.root), e, writing=True)
         raise ObjectStoreError(f"{refused} ({_state(store)})", bucket=refused.bucket, key=refused.key) from None
     raise StorageError(_storage_message(store, e, doing)) from None
 

@@ -33,15 +33,14 @@ def history(root: str | os.PathLike, *, output_format: str | None = None, out: I
     ``readable``: false once `warehouse compact` deleted files the snapshot reads (``as_of`` cannot read it).
     With ``output_format`` (``table`` or ``json``): written to ``out`` (default stdout); returns None. ``root`` may be
     an ``s3://`` URL; ``storage_options`` add to and override the AWS environment (docs/storage.md)."""
-    from warehouse import remote
     from warehouse.errors import NotASnapshot
+    from warehouse.filesystems import FileSystems
     from warehouse.store.readable import read_existing_snapshot, readable_snapshots
     from warehouse.store.storage import Store
 
     checks.choice(output_format, "format", HISTORY_FORMATS)
     root = checks.root(root)
-    remote.configure_for(root, storage_options)
-    store = Store(root)
+    store = Store(root, FileSystems.for_path(root, storage_options))
     try:
         read_existing_snapshot(store, root)  # the errors of a root that is no warehouse
     except NotASnapshot:
@@ -120,8 +119,8 @@ def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, 
     ago (never those of the latest snapshot, nor of the one before this compact); commits a
     new snapshot, unless there was nothing to merge or delete (``summary.committed`` False). Holds the writer lock, as ``ingest`` does (``wait=False``: LockedError when held); on an
     ``s3://`` root that is its lease, and deltalake gets the resolved ``storage_options`` (docs/storage.md)."""
-    from warehouse import remote
     from warehouse.errors import LeaseLost
+    from warehouse.filesystems import FileSystems
     from warehouse.run.commit import _sigint_deferred, repair
     from warehouse.run.damage import refuse
     from warehouse.run.failure import said_in_one_line
@@ -134,8 +133,7 @@ def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, 
 
     root = checks.root(root)
     checks.count(retention_hours, "retention_hours", least=0)
-    remote.configure_for(root, storage_options)
-    store = Store(root)
+    store = Store(root, FileSystems.for_path(root, storage_options))
     if not store.exists() and not store.legacy():
         from warehouse.store.readable import read_existing_snapshot
 
@@ -158,7 +156,7 @@ def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, 
                 for name in declared(record):  # a snapshot's other names keep their pins, untouched
                     pinned = record.tables[name]
                     uri = store.table_uri(name)
-                    with remote.writing_root(uri):  # a store's refusal as one line naming the object
+                    with store.filesystems.writing_root(uri):  # a store's refusal as one line naming the object
                         table = delta.open_table(uri)
                         summary.files_before[name] = len(table.file_uris())
                         store.check_lock()  # each commit step, as an ingest's: a run whose lease was taken over stops

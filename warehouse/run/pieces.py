@@ -13,12 +13,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator, Sequence
 
+from warehouse.filesystems import FileSystems
 from warehouse.formatkit.dependencies import DependsOn
 from warehouse.formatkit.ingestor import Ingestor
 from warehouse.formatkit.linescan import count_lines
 from warehouse.formatkit.opening import open_source
 from warehouse.run.worker import BatchResult, WorkItem, detect
 from warehouse.store import remote_root
+from warehouse.store.storage import Store
 
 #: JSONL files larger than this are split into pieces of about this size, ingested in parallel
 CHUNK_BYTES = 32 * 1024 * 1024
@@ -33,7 +35,9 @@ class FileScan:
     file has been read to the end; the digest is known once the pass is over.
     """
 
-    def __init__(self, item: WorkItem, ingestor_name: str, chunk_bytes: int, size: int):
+    def __init__(self, item: WorkItem, ingestor_name: str, chunk_bytes: int, size: int,
+                 filesystems: FileSystems | None = None):
+        self.filesystems = filesystems or FileSystems.for_path(item.path)
         self.item, self.source_format, self.chunk_bytes, self.item_size = item, ingestor_name, chunk_bytes, size
         self.sha256: str | None = None
         self.size = self.mtime_ns = 0
@@ -58,7 +62,7 @@ class FileScan:
                 return 0
             return count_lines(block, lo, hi, h)
 
-        f, self.size, self.mtime_ns = open_source(self.item.path)
+        f, self.size, self.mtime_ns = open_source(self.item.path, self.filesystems)
         with f:
             while block := f.read(READ_BYTES):
                 block_start, pos = pos, pos + len(block)
@@ -100,31 +104,32 @@ class FileScan:
 
 
 def split_large_files(items: list[WorkItem], sizes: list[int], ingestors: Sequence[Ingestor],
-                      chunk_bytes: int | None = None) -> tuple[list[WorkItem], list[int], list[FileScan]]:
-    """Large JSONL files of line-based formats become FileScans; the rest stay whole."""
+                      filesystems: FileSystems, chunk_bytes: int | None = None,
+                      ) -> tuple[list[WorkItem], list[int], list[FileScan]]:
+    """Large JSONL files of line-based formats become FileScans; the rest stay whole (``filesystems``: the run's)."""
     chunk_bytes = CHUNK_BYTES if chunk_bytes is None else chunk_bytes
     whole, whole_sizes, scans = [], [], []
     for item, size in zip(items, sizes):
         if size > chunk_bytes and item.path.lower().endswith(".jsonl"):
             try:
-                f, _size, _mtime_ns = open_source(item.path)
+                f, _size, _mtime_ns = open_source(item.path, filesystems)
                 with f:
                     head = f.read(64 * 1024)
             except OSError:
                 head = None
             ingestor = detect(item.path, head, ingestors) if head is not None else None
             if ingestor is not None and ingestor.line_records:
-                scans.append(FileScan(item, ingestor.name, chunk_bytes, size))
+                scans.append(FileScan(item, ingestor.name, chunk_bytes, size, filesystems))
                 continue
         whole.append(item)
         whole_sizes.append(size)
     return whole, whole_sizes, scans
 
 
-def merge_pieces(results: list[BatchResult], scans: list[FileScan], root: str) -> BatchResult:
+def merge_pieces(results: list[BatchResult], scans: list[FileScan], store: Store) -> BatchResult:
     """One catalog row per large file from the rows of its pieces (or 'unchanged' when its bytes are).
 
-    ``root``: the warehouse root the pieces' files (``Part.path``) are relative to."""
+    ``store``: the warehouse the pieces' files (``Part.path``, relative to its root) were written into."""
     merged = BatchResult(batch_no=0)
     by_path = {s.item.path: s for s in scans}
     pieces: dict[str, list[dict]] = {}
@@ -140,7 +145,7 @@ def merge_pieces(results: list[BatchResult], scans: list[FileScan], root: str) -
             for r in results:
                 if r.piece_of == path:
                     for part in r.parts.values():
-                        remote_root.delete(f"{root}/{part.path}")  # a local root or a URL alike
+                        remote_root.delete(store.filesystems, store.abspath(part.path))  # a local root or a URL alike
                     r.parts, r.records_ingested, r.records_quarantined = {}, 0, 0
             merged.unchanged.append((path, scan.mtime_ns))
             continue

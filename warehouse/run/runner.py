@@ -26,9 +26,10 @@ import time
 from collections.abc import Sequence
 from contextlib import ExitStack
 
-from warehouse import access, remote, urlpaths
+from warehouse import urlpaths
 from warehouse.checks import option
 from warehouse.errors import StrictModeError, UsageError
+from warehouse.filesystems import FileSystems
 from warehouse.formatkit.ingestor import JSON_SUFFIXES
 from warehouse.formatkit.registry import Registry
 from warehouse.progress import IngestProgress
@@ -80,7 +81,7 @@ def ingest(
     instead of its directory. ``registry``: the formats (default: the installed ones).
     ``engine``: ``local`` (this process or a process pool) or ``spark`` (Spark tasks, on
     ``spark_master`` or the session this process has: ``warehouse.spark.engine``).
-    ``storage_options``: how to reach sources given as URLs (``remote.py``; never stored).
+    ``storage_options``: how to reach sources given as URLs and a remote root (``FileSystems``; never stored).
     """
     t0 = time.monotonic()
     registry = registry or Registry.installed()
@@ -89,13 +90,13 @@ def ingest(
     ingestors = registry.ingestors()
     if not paths:
         raise UsageError("no paths to ingest")
-    remote.configure(storage_options, new_run=True)
-    existing = [p for p in paths if remote.exists(p)]  # once: on object storage each is a request
+    filesystems = FileSystems(storage_options)  # the run's: checked now, before anything is read
+    existing = [p for p in paths if filesystems.exists(p)]  # once: on object storage each is a request
     for p in paths:
         if p not in existing and not prune:
             what = "no object at or under it" if urlpaths.is_url(p) else "no such file or directory"
-            raise UsageError(f"{remote.redact(p)}: {what} (if it was ingested and is gone, --prune removes its rows)")
-    store = Store(root)
+            raise UsageError(f"{filesystems.redact(p)}: {what} (if it was ingested and is gone, --prune removes its rows)")
+    store = Store(root, filesystems)
     if "%" in str(store.root):
         raise UsageError(f"--root {root}: a path with '%' in it, which deltalake reads as an escape; choose another --root")
     run_id = new_run_id()
@@ -141,7 +142,7 @@ def ingest(
             options=settings,
             fast_paths=fast_paths,
             # resolved here: a worker process may not have this process's environment (a forkserver started earlier)
-            storage_options=access.resolve(storage_options) if store.remote or any(map(urlpaths.is_url, paths)) else {},
+            storage_options=filesystems.options if store.remote or any(map(urlpaths.is_url, paths)) else {},
         )
         results: list[BatchResult] = []
         if work.unreachable:
@@ -155,7 +156,7 @@ def ingest(
         ahead = _path_fields_ahead(store, catalog, work)
         if ahead is not None:
             run_scoped.callback(ahead.close)  # however the run ends: --strict, Ctrl-C, an error, its commit
-        items, sizes, scans = split_large_files(work.items, work.sizes, ingestors)
+        items, sizes, scans = split_large_files(work.items, work.sizes, ingestors, filesystems)
         bar = IngestProgress(len(items) + len(scans), sum(sizes) + sum(s.item_size for s in scans), enabled=progress)
         commit_ahead = CommitAhead(store)  # the batches' files fsynced as they come, not all at the commit
         run_scoped.callback(commit_ahead.close)  # however the run ends, as path_fields ahead
@@ -163,7 +164,7 @@ def ingest(
             if not any(r.strict_failure for r in results):
                 results += run_batches(items, sizes, spec_args, jobs, bar, scans, engine, spark_master, commit_ahead.add)
                 if scans:
-                    results.append(merge_pieces(results, scans, str(store.root)))
+                    results.append(merge_pieces(results, scans, store))
         finally:
             bar.done()
         failure = next((r.strict_failure for r in results if r.strict_failure), None)
@@ -226,15 +227,15 @@ def tokenize(root: str, tokenizer: str, **options) -> IngestSummary:
     Only sources that asked for the ``tokenizer`` option (annotation files) are read
     again; the tokenizer is remembered for later runs.
     """
-    remote.configure(options.get("storage_options"), new_run=True)  # before the root is read: it may be a URL
-    store = Store(root)
+    filesystems = FileSystems(options.get("storage_options"))  # before the root is read: it may be a URL
+    store = Store(root, filesystems)
     if not store.legacy():  # none there: the StorageError every reading command gives (exit 1)
         read_existing_snapshot(store, root)
     if store.legacy():  # the catalog is read before the ingest that would convert the root
         with store.lock(wait=options.get("wait", True), announce=say):
             open_for_writing(store, say)
     catalog = damage.load_catalog(store, store.read_snapshot())
-    paths = [p for p in catalog.asking_for("tokenizer") if remote.isfile(p)]
+    paths = [p for p in catalog.asking_for("tokenizer") if filesystems.isfile(p)]
     opts = dict(options.pop("options", None) or {}, tokenizer=tokenizer)  # a folder made absolute by the API
     if not paths:
         summary = IngestSummary(run_id="")

@@ -225,7 +225,7 @@ class RecordSink:
         for name, w in self.writers.items():
             path = w.close()
             if path:
-                parts[name] = Part.of(str(self.store.root), path)
+                parts[name] = Part.of(self.store.root, path)
         return parts
 
     def discard(self) -> None:
@@ -234,7 +234,7 @@ class RecordSink:
             try:
                 w.close()
             finally:
-                remote_root.delete(w.path)
+                remote_root.delete(self.store.filesystems, w.path)
         self.writers.clear()
 
     # --- inside -------------------------------------------------------------------------

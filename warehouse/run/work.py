@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from warehouse import remote, urlpaths
+from warehouse import urlpaths
 from warehouse.run.batches import pooled
 from warehouse.run.catalog import Catalog
 from warehouse.run.discover import Compressed, LoopSkipped, Unreachable, walk
@@ -36,6 +36,7 @@ def what_to_read(paths: Sequence[str], existing: list[str], store: Store, catalo
     ``reread`` (sources read again whatever the catalog says: ``damage.plan``). ``warm`` is called once,
     as soon as what is to be read would run on a pool (``pooled``)."""
     work = Work()
+    filesystems = store.filesystems  # the run's: its storage options, and what its walk listed
     nbytes = 0
     seen: set[str] = set()
     unchanged: set[str] = set()
@@ -46,7 +47,7 @@ def what_to_read(paths: Sequence[str], existing: list[str], store: Store, catalo
         root_dir = os.stat(store.root)
         exclude = (root_dir.st_dev, root_dir.st_ino)
     compressed: list[str] = []
-    for found in walk(existing, suffixes=suffixes, exclude=exclude):
+    for found in walk(existing, filesystems, suffixes=suffixes, exclude=exclude):
         if isinstance(found, LoopSkipped):
             summary.notes.append(f"skipped {found.path}: directory already walked (symlink loop or alias of {found.target})")
             continue
@@ -63,7 +64,8 @@ def what_to_read(paths: Sequence[str], existing: list[str], store: Store, catalo
         if path != found.path:  # the catalogued source, met through another path: its tree is the catalogued one
             tree = entry.get("source_tree") or os.path.dirname(path)
         seen.add(path)
-        unchanged_now, previous = catalog.compare(entry, found.size, found.mtime_ns, source_format, settings, tree)
+        unchanged_now, previous = catalog.compare(entry, found.size, found.mtime_ns, source_format, settings, tree,
+                                                      filesystems)
         if path in reread:  # its rows are lost in a damaged table: read, even if its bytes are the same
             unchanged_now, previous = False, None
         if unchanged_now:
@@ -78,16 +80,16 @@ def what_to_read(paths: Sequence[str], existing: list[str], store: Store, catalo
             warm = None
     if compressed:
         summary.notes.append(skipped_note(compressed))
-    work.gone = catalog.gone(paths, seen)
+    work.gone = catalog.gone(paths, seen, filesystems)
     # Files built from a file that changed (or went) are ingested again too, walked or not.
     scheduled = {i.path for i in work.items}
-    walked_dirs = [urlpaths.normpath(p) for p in existing if remote.isdir(p)]
+    walked_dirs = [urlpaths.normpath(p) for p in existing if filesystems.isdir(p)]
     for path in sorted((catalog.dependents(scheduled | work.gone) | reread) - scheduled - work.gone):
-        if remote.isfile(path):
+        if filesystems.isfile(path):
             if path in unchanged:  # counted once: as ingested again, not as unchanged too
                 summary.files_unchanged -= 1
             tree = (next((d for d in walked_dirs if inside(path, d)), None)
                     or (catalog.get(path) or {}).get("source_tree"))
             work.items.append(WorkItem(path, None, tree=tree))
-            work.sizes.append(remote.getsize(path))
+            work.sizes.append(filesystems.getsize(path))
     return work

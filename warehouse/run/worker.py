@@ -15,14 +15,14 @@ maps, validates, writes and quarantines.
 from __future__ import annotations
 
 import datetime as dt
-import errno
 import hashlib
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from warehouse import remote, urlpaths
+from warehouse import urlpaths
 from warehouse.errors import RecordError, StrictFailure, StrictStop, UsageError
+from warehouse.filesystems import FileSystems
 from warehouse.formatkit.dependencies import DependsOn
 from warehouse.formatkit.ingestor import JSON_SUFFIXES, Ingestor
 from warehouse.formatkit.opening import open_source
@@ -65,7 +65,7 @@ class BatchSpec:
     max_record_bytes: int = 64 * 1024 * 1024
     options: dict = field(default_factory=dict)  # run options ingestors may ask for (src.option)
     fast_paths: bool = True  # ingestors' vectorized paths; off only to check them against the record path
-    #: how to reach sources given as URLs (``remote.configure``); never stored, never shown
+    #: how to reach sources given as URLs and a remote root (``FileSystems``); never stored, never shown
     storage_options: dict = field(default_factory=dict, repr=False)
 
 
@@ -104,8 +104,11 @@ class _Document:
 
 
 class BatchIngest:
-    def __init__(self, spec: BatchSpec, progress: ProgressFn | None = None):
+    def __init__(self, spec: BatchSpec, progress: ProgressFn | None = None, filesystems: FileSystems | None = None):
+        """``filesystems``: the run's, when the batch runs in its process (what the walk listed answers the
+        stats); a worker process makes its own from the spec's storage options."""
         self.spec = spec
+        self.filesystems = filesystems or FileSystems.for_path(spec.root, spec.storage_options)
         self.ingestors = spec.registry.ingestors()  # in detection order
         self.by_name = {i.name: i for i in self.ingestors}
         self.path_only = [i for i in self.ingestors if not i.reads_content]
@@ -113,7 +116,7 @@ class BatchIngest:
         #: the kinds of file the formats that read content declare: looked at, and passed over when none claims one
         self.content_suffixes = tuple(sorted({s for i in self.ingestors for s in i.suffixes}))
         self.progress = progress or (lambda files, nbytes: None)
-        self.sink = RecordSink(Store(spec.root), spec.run_id, spec.batch_no, strict=spec.strict)
+        self.sink = RecordSink(Store(spec.root, self.filesystems), spec.run_id, spec.batch_no, strict=spec.strict)
         self.result = BatchResult(spec.batch_no)
         self.now = dt.datetime.now(dt.timezone.utc)
         self._documents: list[_Document] = []  # taken by a format's document path, not mapped yet
@@ -121,8 +124,6 @@ class BatchIngest:
     # --- entry point ----------------------------------------------------------
 
     def run(self) -> BatchResult:
-        if self.spec.storage_options or any(urlpaths.is_url(i.path) for i in self.spec.items):
-            remote.configure(self.spec.storage_options)  # in a worker process: the run's options
         try:
             for item in self.spec.items:
                 self._file(item)
@@ -169,7 +170,7 @@ class BatchIngest:
             return
         try:
             src = SourceFile(path, max_record_bytes=spec.max_record_bytes, options=spec.options, chunk=item.chunk,
-                             tree=item.tree)
+                             tree=item.tree, filesystems=self.filesystems)
         except OSError as e:
             self._unreadable(path, e, counts)
             return
@@ -240,7 +241,7 @@ class BatchIngest:
         else:
             return False
         try:
-            size, mtime_ns = _stat(item.path)
+            size, mtime_ns = self.filesystems.size_and_mtime(item.path)
         except OSError as e:
             self._unreadable(item.path, e, counts)
             return True
@@ -349,7 +350,7 @@ class BatchIngest:
         """A source read from its path and stat alone: the file is never opened."""
         path = item.path
         try:
-            size, mtime_ns = _stat(path)
+            size, mtime_ns = self.filesystems.size_and_mtime(path)
         except OSError as e:
             self._unreadable(path, e, counts)
             return
@@ -397,17 +398,6 @@ def _tree_of(item: WorkItem) -> str:
     return urlpaths.normpath(item.tree) if item.tree else os.path.dirname(item.path)
 
 
-def _stat(path: str) -> tuple[int, int]:
-    """(size, mtime_ns) of a file or an object, without opening it; OSError when it is not there."""
-    if not urlpaths.is_url(path):
-        st = os.stat(path)
-        return st.st_size, st.st_mtime_ns
-    found = remote.stat(path)
-    if found is None or found[0] != "file":
-        raise OSError(errno.ENOENT, "no such object")
-    return found[1] or 0, found[2] or 0
-
-
 def _digest(src: SourceFile, path: str) -> str:
     """SHA-256 of the file. Whole files are hashed already; a streamed file gets
     its own pass, so an unchanged large file is never parsed."""
@@ -415,7 +405,7 @@ def _digest(src: SourceFile, path: str) -> str:
         return src.sha256()
     h = hashlib.sha256()
     left = src.size  # the bytes the file had when opened, as the parse will read
-    f, _size, _mtime_ns = open_source(path)
+    f, _size, _mtime_ns = open_source(path, src.filesystems)
     with f:
         while left > 0 and (chunk := f.read(min(1 << 20, left))):
             h.update(chunk)

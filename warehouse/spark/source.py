@@ -4,7 +4,7 @@ Spark reads ``s3a://`` only with the hadoop-aws JAR (and its AWS SDK), which com
 not available everywhere the warehouse runs. So a remote root's tables are read by a PySpark
 Python Data Source (``pyspark.sql.datasource``, Spark 4): ``warehouse_files``. Its partitions are
 the Parquet files the snapshot pins (one each); each is read on an executor through
-``pyarrow.fs`` (``warehouse.remote``, with the storage options the driver resolved) and yielded as
+``pyarrow.fs`` (``warehouse.filesystems``, with the storage options the driver resolved) and yielded as
 Arrow record batches in the table's declared schema (a column an older file lacks is NULL). The
 declared schema is the one of the process calling ``register``, passed as an option: the Python
 workers Spark starts (for the schema, and on the executors) may have another version of the package.
@@ -40,15 +40,14 @@ def read_file(schema, url: str, options: dict[str, str]) -> Iterator:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from warehouse import remote
-    from warehouse.store import remote_root
+    from warehouse.filesystems import FileSystems
 
-    remote.configure(options)
-    fs, path = remote_root.fs_path(url)
+    filesystems = FileSystems(options)  # on an executor: the options the driver resolved
+    fs, path = filesystems.path(url)
     try:
         f = pq.ParquetFile(path, filesystem=fs)
     except Exception as e:  # noqa: BLE001 - pyarrow's OSError: the same one-line message as a run gives
-        raise remote.object_error(url, e) from None
+        raise filesystems.object_error(url, e) from None
     have = set(f.schema_arrow.names)
     for batch in f.iter_batches(batch_size=BATCH_ROWS, columns=[n for n in schema.names if n in have]):
         arrays = [batch.column(n).cast(field.type) if n in have else pa.nulls(batch.num_rows, field.type)
@@ -62,7 +61,7 @@ def data_source():
 
     Options: ``arrow_schema`` (the table's declared columns, ``encode_schema``), ``files`` (a JSON list
     of the Parquet files' URLs), ``secret_storage_options`` (a JSON object: the canonical storage
-    options, ``warehouse.remote``).
+    options, ``warehouse.filesystems``).
     Spark pickles the reader and its partitions to the executors (cloudpickle: by value)."""
     from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 

@@ -48,17 +48,17 @@ def register(spark: SparkSession, root: str | os.PathLike, *, as_of: int | None 
     read by the Python data source of ``warehouse.spark.source`` (no S3 connector JAR needed); a local
     root by Spark's own Parquet reader, or the Delta connector when the session has it.
     """
-    from warehouse import checks, remote, urlpaths
-    from warehouse.store import remote_root
+    from warehouse import checks, urlpaths
+    from warehouse.filesystems import FileSystems
 
     names = []
     as_of = checks.as_of(as_of)
-    remote.configure_for(root, storage_options)
+    filesystems = FileSystems.for_path(root, storage_options)
     if urlpaths.is_url(os.fspath(root)):
         from warehouse.spark.source import frame
 
-        files = snapshot_files(root, as_of=as_of)
-        options = remote_root.delta_options(os.fspath(root)) or {}
+        files = snapshot_files(root, as_of=as_of, filesystems=filesystems)
+        options = filesystems.delta_options(os.fspath(root)) or {}
         frames = {t.name: frame(spark, t.name, files[t.name], options) if files.get(t.name)
                   else _table_frame(spark, t, []) for t in TABLES.values()}
     elif has_delta_connector(spark):

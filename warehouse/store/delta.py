@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import orjson
 
+from warehouse.filesystems import FileSystems, reach
 from warehouse.store import remote_root
 
 #: string min / max longer than this are left out of a file's statistics: they would bloat
@@ -49,9 +50,7 @@ class Part:
     def of(cls, root: str, abspath: str) -> "Part":
         import pyarrow.parquet as pq
 
-        from warehouse.store import remote_root
-
-        fs, path = remote_root.fs_path(abspath)
+        fs, path = reach(abspath).path(abspath)
         meta = pq.read_metadata(path, filesystem=fs)
         info = fs.get_file_info(path)
         return cls(os.path.relpath(abspath, root), meta.num_rows, info.size, int(info.mtime.timestamp() * 1000),
@@ -125,7 +124,7 @@ def is_table(uri: str) -> bool:
     from warehouse import urlpaths
 
     if urlpaths.is_url(uri):
-        return "_delta_log" in remote_root.list_folders(uri)
+        return "_delta_log" in remote_root.list_folders(reach(uri), uri)
     return os.path.isdir(os.path.join(uri, "_delta_log"))
 
 
@@ -133,7 +132,7 @@ def open_table(uri: str, version: int | None = None):
     from deltalake import DeltaTable
 
 
-    return DeltaTable(uri, version=version, storage_options=remote_root.delta_options(uri))
+    return DeltaTable(str(uri), version=version, storage_options=reach(uri).delta_options(str(uri)))
 
 
 def properties(metadata: dict):
@@ -151,9 +150,8 @@ def commit_table(uri: str, version: int | None, arrow_schema, adds: list[Part], 
     beyond it only by versions of the same content (``commit.repair``'s restores): the writer
     lock keeps other runs out, and the tables are written by the warehouse alone.
     """
-    from warehouse import remote
 
-    with remote.writing_root(uri):  # a store's refusal as one line naming the object, not a Rust error chain
+    with reach(uri).writing_root(uri):  # a store's refusal as one line naming the object, not a Rust error chain
         return _commit_table(uri, version, arrow_schema, adds, removes, metadata)
 
 
@@ -167,7 +165,7 @@ def _commit_table(uri: str, version: int | None, arrow_schema, adds: list[Part],
     if version is None:
 
         create_table_with_add_actions(uri, Schema.from_arrow(arrow_schema), actions, mode="error",
-                                      commit_properties=props, storage_options=remote_root.delta_options(uri))
+                                      commit_properties=props, storage_options=reach(uri).delta_options(uri))
         return 0
     dt = open_table(uri)
     _add_new_columns(dt, arrow_schema, props)
@@ -203,14 +201,14 @@ def vacuum(table, uri: str, *, retention_hours: int, keep_version: int, commit_p
     deleted here, opened folder by folder from the table's without following a link (``O_NOFOLLOW``):
     a link on the way, or at the file, is left alone and reported. A bucket has no links.
     """
-    from warehouse import remote, urlpaths
+    from warehouse import urlpaths
 
     options = dict(retention_hours=retention_hours, enforce_retention_duration=False, full=True,
                    keep_versions=[keep_version], commit_properties=commit_properties)
     # deltalake names a replaced file as long as the log remembers it, deleted or not: only the files
     # still there count (and on a bucket, a vacuum, a new Delta version, only when there is one)
     if urlpaths.is_url(uri):
-        doomed = [rel for rel in table.vacuum(dry_run=True, **options) if remote.exists(f"{uri}/{rel}")]
+        doomed = [rel for rel in table.vacuum(dry_run=True, **options) if reach(uri).exists(f"{uri}/{rel}")]
         if doomed:
             table.vacuum(dry_run=False, **options)
         return doomed, set()
@@ -406,12 +404,12 @@ CHECKPOINT_FILE = re.compile(r"^(\d{20})\.checkpoint(?:\.\d+\.\d+)?\.parquet$")
 LAST_CHECKPOINT = "_last_checkpoint"
 
 
-def read_bytes(path: str) -> bytes | None:
+def read_bytes(path: str, filesystems: FileSystems | None = None) -> bytes | None:
     """The bytes of a file or an object; None when it does not exist."""
     from warehouse import urlpaths
 
     if urlpaths.is_url(path):
-        return remote_root.read_object(path)
+        return remote_root.read_object(filesystems or reach(path), path)
     try:
         with open(path, "rb") as f:
             return f.read()
@@ -419,10 +417,10 @@ def read_bytes(path: str) -> bytes | None:
         return None
 
 
-def checkpoint_hint(log: str) -> int | None:
+def checkpoint_hint(log: str, filesystems: FileSystems | None = None) -> int | None:
     """The version ``_last_checkpoint`` names; None when it is not readable."""
     try:
-        named = orjson.loads(read_bytes(f"{log}/{LAST_CHECKPOINT}") or b"").get("version")
+        named = orjson.loads(read_bytes(f"{log}/{LAST_CHECKPOINT}", filesystems) or b"").get("version")
     except (orjson.JSONDecodeError, AttributeError):
         return None
     return named if type(named) is int else None

@@ -18,6 +18,7 @@ from pathlib import Path
 import orjson
 
 from warehouse.errors import first_line
+from warehouse.filesystems import FileSystems, reach
 from warehouse.store import remote_root
 from warehouse.store.delta import (
     CHECKPOINT_FILE,
@@ -58,32 +59,31 @@ class Damage:
     files: tuple[str, ...] = ()
 
 
-def _listing(folder: str) -> dict[str, int] | None:
+def _listing(filesystems: FileSystems, folder: str) -> dict[str, int] | None:
     """name -> size of the files right in ``folder`` (local or an object prefix); None when it does not exist."""
     import pyarrow.fs as pafs
 
-    from warehouse import remote, urlpaths
-    from warehouse.store import remote_root
+    from warehouse import urlpaths
 
-    fs, path = remote_root.fs_path(folder)
+    fs, path = filesystems.path(folder)
     try:
         infos = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
     except FileNotFoundError:
         return None
     except OSError as e:
         if urlpaths.is_url(folder):
-            raise remote.run_error(folder, e) from None
+            raise filesystems.run_error(folder, e) from None
         raise
     if not infos and fs.get_file_info(path).type == pafs.FileType.NotFound:
         return None
     return {i.base_name: i.size for i in infos if i.type == pafs.FileType.File}
 
 
-def _parquet_readable(path: str) -> bool:
+def _parquet_readable(filesystems: FileSystems, path: str) -> bool:
     import pyarrow.parquet as pq
 
 
-    fs, where = remote_root.fs_path(path)
+    fs, where = filesystems.path(path)
     try:
         pq.read_metadata(where, filesystem=fs)
         return True
@@ -112,13 +112,13 @@ def _commit_damage(data: bytes | None) -> str | None:
 
 def diagnose(root: str, table: str, version: int, error: BaseException | None = None) -> Damage:
     """What keeps ``table`` (under ``root``) from being read at ``version``, looking at its log's files."""
-    from warehouse import remote
+    filesystems = reach(root)  # a remote root's URL carries its store's storage options (RootURL)
 
     uri = f"{root}/{table}"
     rel_log = f"{table}/{LOG}"
-    if _listing(uri) is None:
+    if _listing(filesystems, uri) is None:
         return Damage(table, LOST_LOG, "its folder is gone", table)
-    files = _listing(f"{uri}/{LOG}")
+    files = _listing(filesystems, f"{uri}/{LOG}")
     if not files:
         return Damage(table, LOST_LOG, f"its Delta log ({rel_log}) is gone", rel_log)
     commits = {int(m.group(1)): size for n, size in files.items() if (m := COMMIT_FILE.match(n))}
@@ -130,13 +130,13 @@ def diagnose(root: str, table: str, version: int, error: BaseException | None = 
     bad_checkpoint = None
     whole = []
     for v in sorted(checkpoints):
-        if all(_parquet_readable(f"{uri}/{LOG}/{n}") for n in checkpoints[v]):
+        if all(_parquet_readable(filesystems, f"{uri}/{LOG}/{n}") for n in checkpoints[v]):
             whole.append(v)
         elif bad_checkpoint is None:
             bad_checkpoint = f"{rel_log}/{checkpoints[v][0]}"
     hint = None
     if LAST_CHECKPOINT in files:
-        named = checkpoint_hint(f"{uri}/{LOG}")
+        named = checkpoint_hint(f"{uri}/{LOG}", filesystems)
         if named is None:
             hint = "its checkpoint hint (_last_checkpoint) is not readable"
         elif named not in whole:
@@ -144,7 +144,7 @@ def diagnose(root: str, table: str, version: int, error: BaseException | None = 
     # the commits the pinned version needs: after the last whole checkpoint at or before it, else from 0
     start = max((v for v in whole if v <= version), default=-1) + 1
     for v in range(start, version + 1):
-        wrong = "is missing" if v not in commits else _commit_damage(read_bytes(f"{uri}/{LOG}/{v:020d}.json"))
+        wrong = "is missing" if v not in commits else _commit_damage(read_bytes(f"{uri}/{LOG}/{v:020d}.json", filesystems))
         if wrong:
             if wrong == "is missing" and v > max(commits, default=-1):
                 wrong = f"is missing (the log ends before version {version}, which the snapshot pins)"
@@ -155,11 +155,11 @@ def diagnose(root: str, table: str, version: int, error: BaseException | None = 
         return Damage(table, CHECKPOINT, what, bad_checkpoint or f"{rel_log}/{LAST_CHECKPOINT}")
     for v in sorted(commits):
         if v > version:
-            wrong = _commit_damage(read_bytes(f"{uri}/{LOG}/{v:020d}.json"))
+            wrong = _commit_damage(read_bytes(f"{uri}/{LOG}/{v:020d}.json", filesystems))
             if wrong:
                 return Damage(table, BEYOND, f"commit {v} of its Delta log, after the version the snapshot pins "
                                              f"({version}), {wrong}", f"{rel_log}/{v:020d}.json")
-    said = "" if error is None else f": {remote.redact(first_line(error))}"  # the secrets in use, the environment's too
+    said = "" if error is None else f": {filesystems.redact(first_line(error))}"  # the secrets in use, the environment's too
     return Damage(table, UNKNOWN, f"its Delta log cannot be read{said}", rel_log)
 
 
@@ -169,7 +169,8 @@ def made_after(uri: str, version: int, snapshot: int) -> int | None:
     names a version of the new log, which the older snapshot never saw. Every commit of the warehouse
     carries its snapshot's number (``warehouse_snapshot``); a commit whose file is gone (cleaned up
     behind a checkpoint) cannot say, and is taken as the snapshot's own."""
-    data = read_bytes(f"{uri}/{LOG}/{version:020d}.json")
+    filesystems = reach(uri)  # a remote root's URL carries its store's storage options (RootURL)
+    data = read_bytes(f"{uri}/{LOG}/{version:020d}.json", filesystems)
     for line in (data or b"").splitlines():
         try:
             info = orjson.loads(line).get("commitInfo")
@@ -189,7 +190,8 @@ def log_gap(root: str, table: str, version: int) -> Damage | None:
     wrote it out: deltalake reads it as a commit that changed nothing, so the table would read wrong, not
     fail), LOST_LOG; or the log's last version with no JSON commit beside its checkpoint (readers do without
     it, deltalake's writers do not), CHECKPOINT: ``mend`` writes one that says so."""
-    files = _listing(f"{root}/{table}/{LOG}") or {}
+    filesystems = reach(root)  # a remote root's URL carries its store's storage options (RootURL)
+    files = _listing(filesystems, f"{root}/{table}/{LOG}") or {}
     checkpoints = {int(m.group(1)) for n in files if (m := CHECKPOINT_FILE.match(n))}
     start = max((v for v in checkpoints if v <= version), default=-1) + 1
     for v in range(start, version + 1):
@@ -206,10 +208,11 @@ def data_damage(root: str, table: str, dt, *, by_size: bool = True, footers: boo
     """The data files of ``table`` (``dt``: opened at the pinned version) that are missing or (``by_size``) not the
     size its log recorded (one listing of the table's folder); with ``footers``, also those whose Parquet
     footer cannot be read (one read each: where a reader already failed on one)."""
+    filesystems = reach(root)  # a remote root's URL carries its store's storage options (RootURL)
     lost = lost_files(root, table, dt, by_size=by_size)
     if not lost and footers:
         lost = [(f.rsplit("/", 1)[1], "is not a readable Parquet file") for f in files_and_schema(dt)[0]
-                if not _parquet_readable(f)]
+                if not _parquet_readable(filesystems, f)]
     if not lost:
         return None
     name, why = lost[0]
@@ -221,25 +224,25 @@ def data_damage(root: str, table: str, dt, *, by_size: bool = True, footers: boo
 def mend(root: str, damage: Damage) -> str:
     """Mend a CHECKPOINT or BEYOND damage (call with the lock held); what was done. The files removed are
     derived (checkpoints repeat the commits) or were never pinned by a snapshot (a commit after it)."""
-    from warehouse import remote
 
+    filesystems = reach(root)  # a remote root's URL carries its store's storage options (RootURL)
     uri = f"{root}/{damage.table}"
     log = f"{uri}/{LOG}"
-    files = _listing(log) or {}
+    files = _listing(filesystems, log) or {}
     if damage.kind == BEYOND:
         # every commit from the damaged one on: no snapshot pins them, and the log must end where it is whole
         first = int(damage.path.rsplit("/", 1)[1][:20])
         gone = sorted(n for n in files if (m := COMMIT_FILE.match(n) or CHECKPOINT_FILE.match(n)) and int(m.group(1)) >= first)
     else:
-        gone = sorted(n for n in files if CHECKPOINT_FILE.match(n) and not _parquet_readable(f"{log}/{n}"))
+        gone = sorted(n for n in files if CHECKPOINT_FILE.match(n) and not _parquet_readable(filesystems, f"{log}/{n}"))
         whole = {int(n[:20]) for n in files if CHECKPOINT_FILE.match(n) and n not in gone}
-        if LAST_CHECKPOINT in files and checkpoint_hint(log) not in whole:
+        if LAST_CHECKPOINT in files and checkpoint_hint(log, filesystems) not in whole:
             gone.append(LAST_CHECKPOINT)
     for n in gone:
-        remote_root.delete(f"{log}/{n}")
+        remote_root.delete(filesystems, f"{log}/{n}")
     if damage.kind == BEYOND:
         return f"{damage.table}: {damage.what}: removed ({len(gone)} files of its log, never pinned by a snapshot)"
-    files = _listing(log) or {}
+    files = _listing(filesystems, log) or {}
     last = max((int(m.group(1)) for n in files if (m := CHECKPOINT_FILE.match(n))), default=-1)
     if last > max((int(m.group(1)) for n in files if (m := COMMIT_FILE.match(n))), default=-1):
         # The last version is in its checkpoint alone; deltalake's writers read its commit file. One holding no
@@ -247,18 +250,18 @@ def mend(root: str, damage: Damage) -> str:
         note = {"commitInfo": {"timestamp": int(time.time() * 1000), "operation": "WAREHOUSE REPAIR",
                                "operationParameters": {}, "warehouse_operation": "repair",
                                "warehouse_note": f"commit {last} was lost; checkpoint {last} holds its state"}}
-        _write(f"{log}/{last:020d}.json", orjson.dumps(note) + b"\n")
+        _write(filesystems, f"{log}/{last:020d}.json", orjson.dumps(note) + b"\n")
         return f"{damage.table}: {damage.what}: a commit that changes nothing written in its place"
-    with remote.writing_root(uri):
+    with filesystems.writing_root(uri):
         open_table(uri).create_checkpoint()  # the readers' shortcut again, from the whole commits
     return f"{damage.table}: {damage.what}: rebuilt from its JSON commits"
 
 
-def _write(path: str, data: bytes) -> None:
+def _write(filesystems: FileSystems, path: str, data: bytes) -> None:
     from warehouse import urlpaths
 
     if urlpaths.is_url(path):
-        remote_root.create_object(path, data)
+        remote_root.create_object(filesystems, path, data)
         return
     from warehouse.store.files import create_if_absent
 
@@ -270,14 +273,15 @@ def lost_files(root: str, table: str, dt, *, by_size: bool = True) -> list[tuple
     version) that are missing or (``by_size``) not the size its log recorded."""
     from urllib.parse import unquote
 
+    filesystems = reach(root)  # a remote root's URL carries its store's storage options (RootURL)
     logged = _file_sizes(dt)
     if not logged:
         return []
-    present = _listing(f"{root}/{table}") or {}
+    present = _listing(filesystems, f"{root}/{table}") or {}
     out = []
     for rel, size in logged.items():
         name = unquote(rel)
-        have = present.get(name) if "/" not in name else _size(f"{root}/{table}/{name}")
+        have = present.get(name) if "/" not in name else _size(filesystems, f"{root}/{table}/{name}")
         if have is None:
             out.append((name, "is missing"))
         elif by_size and have != size:
@@ -298,10 +302,10 @@ def _file_sizes(dt) -> dict[str, int]:
     return dict(zip(actions["path"], actions["size_bytes"]))
 
 
-def _size(path: str) -> int | None:
+def _size(filesystems: FileSystems, path: str) -> int | None:
     import pyarrow.fs as pafs
 
 
-    fs, where = remote_root.fs_path(path)
+    fs, where = filesystems.path(path)
     info = fs.get_file_info(where)
     return info.size if info.type == pafs.FileType.File else None

@@ -11,6 +11,7 @@ import time
 import orjson
 
 from warehouse.errors import LeaseLost, Superseded
+from warehouse.filesystems import FileSystems
 from warehouse.store import remote_root
 
 #: how long a writer's lease on a remote root lasts without renewal; renewed every third of it
@@ -48,10 +49,11 @@ class Lease:
     whom, and ``check`` raises LeaseLost.
     """
 
-    def __init__(self, url: str, root: str):
+    def __init__(self, filesystems: FileSystems, url: str, root: str):
         import socket
         import threading
 
+        self.filesystems = filesystems
         self.url, self.root = url, root
         self.me = {"holder": f"pid {os.getpid()} on {socket.gethostname()}", "token": secrets.token_hex(8)}
         self.e_tag: str | None = None
@@ -66,11 +68,11 @@ class Lease:
     def try_take(self) -> dict | None:
         """Take the lease if it is free, released or expired (None); else the holder's lease as read."""
         try:
-            self.e_tag = remote_root.create_object(self.url, self._body())
+            self.e_tag = remote_root.create_object(self.filesystems, self.url, self._body())
             return None
         except FileExistsError:
             pass
-        found = remote_root.read_versioned(self.url)
+        found = remote_root.read_versioned(self.filesystems, self.url)
         if found is None:
             return self.try_take()  # deleted since we tried to create it (by hand, or an older version): again
         if self._adopt(found):
@@ -80,7 +82,7 @@ class Lease:
             # A released lease, or one its writer stopped renewing (it died). Take it over.
             if self.take(found[1]):
                 return None
-            found = remote_root.read_versioned(self.url)  # another taker won: say who holds it now
+            found = remote_root.read_versioned(self.filesystems, self.url)  # another taker won: say who holds it now
             other = _parse_lease(found[0]) if found else {}
         return other
 
@@ -98,7 +100,7 @@ class Lease:
     def take(self, e_tag: str | None) -> bool:
         """Replace the lease read as version ``e_tag`` with ours; False when it changed since."""
         try:
-            self.e_tag = remote_root.replace_object(self.url, self._body(), e_tag)
+            self.e_tag = remote_root.replace_object(self.filesystems, self.url, self._body(), e_tag)
             return True
         except Superseded:
             return False
@@ -121,10 +123,10 @@ class Lease:
         while True:
             tried = self.e_tag
             try:
-                self.e_tag = remote_root.replace_object(self.url, body, tried)
+                self.e_tag = remote_root.replace_object(self.filesystems, self.url, body, tried)
                 return None
             except Superseded:
-                found = remote_root.read_versioned(self.url)
+                found = remote_root.read_versioned(self.filesystems, self.url)
                 if found is not None and found[1] != tried and self._adopt(found):
                     continue  # ours under an ETag we never saw: the put again, on that one
                 return _parse_lease(found[0]).get("holder", "another writer") if found else "nobody (it was deleted)"
@@ -153,7 +155,7 @@ class Lease:
             if self.lost is None:
                 self.lost = self._replace(self._body())
             if self.lost is None:
-                remote_root.delete_object(self.url)
+                remote_root.delete_object(self.filesystems, self.url)
                 self.lost = "nobody (this run deleted it, leaving no warehouse)"
 
     def release(self) -> None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import os
 
-from warehouse import remote
 from warehouse.errors import StorageError
+from warehouse.filesystems import FileSystems
 from warehouse.formatkit.declared import TABLES
 from warehouse.formatkit.declared_views import PATH_FIELDS
 from warehouse.store import delta, delta_damage
@@ -43,7 +43,7 @@ def pinned_files(store: Store, record: SnapshotRecord, schemas: dict | None = No
             table = delta.open_table(store.table_uri(name), version)
             out[name], schema = delta.files_and_schema(table)
         except Exception as e:  # noqa: BLE001 - deltalake's errors for a log damaged, cleaned up or gone
-            found = delta_damage.diagnose(str(store.root), name, version, e)
+            found = delta_damage.diagnose(store.root, name, version, e)
             if damaged is None:
                 raise StorageError(
                     f"{store.root}: snapshot {record.number} cannot be read any more: table {name} version "
@@ -52,7 +52,7 @@ def pinned_files(store: Store, record: SnapshotRecord, schemas: dict | None = No
             damaged[name] = found
             continue
         if damaged is not None and not store.remote:  # a commit emptied by a crash reads as no change at all
-            gap = delta_damage.log_gap(str(store.root), name, version)
+            gap = delta_damage.log_gap(store.root, name, version)
             if gap is not None and gap.kind == delta_damage.LOST_LOG:
                 damaged[name] = gap
                 del out[name]
@@ -81,7 +81,7 @@ def readable_snapshots(store: Store, records: list[SnapshotRecord] | None = None
             return False
         for f in files:
             if f not in there:
-                there[f] = remote.exists(f)
+                there[f] = store.filesystems.exists(f)
             if not there[f]:
                 return False
         return True
@@ -138,12 +138,14 @@ def read_existing_snapshot(store: Store, root: str | os.PathLike, as_of: int | N
 NO_WAREHOUSE = "no warehouse here (no snapshot in .warehouse/snapshots)"
 
 
-def snapshot_files(root: str | os.PathLike, *, as_of: int | None = None) -> dict[str, list[str]]:
+def snapshot_files(root: str | os.PathLike, *, as_of: int | None = None,
+                   filesystems: FileSystems | None = None) -> dict[str, list[str]]:
     """The data files of each table in snapshot ``as_of`` (default: the latest): table -> absolute paths.
 
     The one way an engine other than the project's own readers (Spark: ``warehouse.spark.register``)
     learns which files hold a table's rows: each table at the Delta version the snapshot pins.
+    ``filesystems``: how the root is reached (default: with the environment's storage options).
     """
-    store = Store(root)
+    store = Store(root, filesystems)
     record = store.read_snapshot(as_of)
     return {t: delta.live_files(store.table_uri(t), record.tables[t]["version"]) for t in declared(record)}

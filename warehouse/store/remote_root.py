@@ -16,38 +16,21 @@ from typing import Any
 
 from warehouse.access import _true
 from warehouse.errors import Superseded, UsageError
-from warehouse.remote import filesystem, no_credentials, redact, resolved_options, run_error
+from warehouse.filesystems import FileSystems
+from warehouse.remote import no_credentials
 from warehouse.urlpaths import is_url, split
 
-#: obstore's stores by bucket and options: one client (and its connections) per bucket
-_stores: dict[tuple, Any] = {}
 
-
-def fs_path(path: str):
-    """(pyarrow file system, path inside it) for a URL or a local path."""
-    if is_url(path):
-        return filesystem(path)
-    import pyarrow.fs as pafs
-
-    return pafs.LocalFileSystem(), path
-
-
-def delta_options(uri: str) -> dict[str, str] | None:
-    """The storage options deltalake gets for a table at ``uri``: the resolved canonical names
-    (deltalake reads them as they are); None for a local table."""
-    return dict(resolved_options()) if is_url(uri) else None
-
-
-def _object_store(url: str):
-    """(obstore store of the bucket, key) for an ``s3://`` URL."""
+def _object_store(filesystems: FileSystems, url: str):
+    """(obstore store of the bucket, key) for an ``s3://`` URL: one client (and its connections) a bucket."""
     from obstore.store import S3Store
 
     scheme, bucket, key = split(url)
     if scheme != "s3":
-        raise UsageError(f"{redact(url)}: a warehouse root on {scheme}:// is not supported; the root may be a local "
+        raise UsageError(f"{filesystems.redact(url)}: a warehouse root on {scheme}:// is not supported; the root may be a local "
                          "directory or an s3:// URL (docs/storage.md)")
-    no_credentials(url)
-    options = resolved_options()
+    no_credentials(url, filesystems.safe_options())
+    options = filesystems.options
     kwargs: dict[str, Any] = {}
     pairs = {"aws_access_key_id": "access_key_id", "aws_secret_access_key": "secret_access_key",
              "aws_session_token": "session_token", "aws_region": "region", "aws_endpoint_url": "endpoint"}
@@ -57,71 +40,70 @@ def _object_store(url: str):
     if _true(options.get("aws_virtual_hosted_style_request")):
         kwargs["virtual_hosted_style_request"] = True
     client = {"allow_http": True} if _true(options.get("aws_allow_http")) else {}
-    cache_key = ("obstore", bucket, tuple(sorted(options.items())))
-    store = _stores.get(cache_key)
+    store = filesystems.clients.get(("obstore", bucket))
     if store is None:
-        store = _stores[cache_key] = S3Store(bucket, client_options=client, **kwargs)
+        store = filesystems.clients[("obstore", bucket)] = S3Store(bucket, client_options=client, **kwargs)
     return store, key
 
 
-def create_object(url: str, data: bytes) -> str | None:
+def create_object(filesystems: FileSystems, url: str, data: bytes) -> str | None:
     """Put ``data`` at ``url`` unless an object is there already (then FileExistsError): one conditional put.
     Returns the new object's ETag (what a later ``replace_object`` is conditional on)."""
     import obstore
 
-    store, key = _object_store(url)
+    store, key = _object_store(filesystems, url)
     try:
         return obstore.put(store, key, data, mode="create")["e_tag"]
     except Exception as e:  # noqa: BLE001 - obstore's AlreadyExistsError, network and permission errors
         if type(e).__name__ == "AlreadyExistsError":
             raise FileExistsError(errno.EEXIST, f"{url}: exists", url) from None
-        raise run_error(url, e, writing=True) from None
+        raise filesystems.run_error(url, e, writing=True) from None
 
 
-def replace_object(url: str, data: bytes, e_tag: str) -> str | None:
+def replace_object(filesystems: FileSystems, url: str, data: bytes, e_tag: str) -> str | None:
     """Put ``data`` at ``url`` only if the object there still has ETag ``e_tag`` (S3 ``If-Match``);
     ``Superseded`` when it changed or is gone. Returns the new ETag."""
     import obstore
 
-    store, key = _object_store(url)
+    store, key = _object_store(filesystems, url)
     try:
         return obstore.put(store, key, data, mode={"e_tag": e_tag})["e_tag"]
     except Exception as e:  # noqa: BLE001
         if type(e).__name__ in ("PreconditionError", "NotFoundError") and "NoSuchBucket" not in str(e):
             raise Superseded(f"{url}: changed since it was read") from None
-        raise run_error(url, e, writing=True) from None
+        raise filesystems.run_error(url, e, writing=True) from None
 
 
-def read_versioned(url: str) -> tuple[bytes, str | None] | None:
+def read_versioned(filesystems: FileSystems, url: str) -> tuple[bytes, str | None] | None:
     """(the bytes at ``url``, their ETag); None when there is no object."""
     import obstore
 
-    store, key = _object_store(url)
+    store, key = _object_store(filesystems, url)
     try:
         got = obstore.get(store, key)
         return bytes(got.bytes()), got.meta["e_tag"]
     except Exception as e:  # noqa: BLE001
         if type(e).__name__ == "NotFoundError" and "NoSuchBucket" not in str(e):
             return None
-        raise run_error(url, e) from None
+        raise filesystems.run_error(url, e) from None
 
 
-def read_object(url: str) -> bytes | None:
+def read_object(filesystems: FileSystems, url: str) -> bytes | None:
     """The bytes at ``url``; None when there is no object."""
-    fs, path = filesystem(url)
+    fs, path = filesystems.bucket(url)
     try:
         with fs.open_input_stream(path) as f:
             return f.read()
     except FileNotFoundError:
         return None
     except Exception as e:  # noqa: BLE001
-        raise run_error(url, e) from None
+        raise filesystems.run_error(url, e) from None
 
 
-def delete(path: str) -> None:
+def delete(filesystems: FileSystems, path: str) -> None:
     """Delete a file the run wrote, a local path or an object's URL; one already gone is fine."""
     if is_url(path):
-        delete_object(path)
+        delete_object(filesystems, path)
     else:
         try:
             os.unlink(path)
@@ -129,76 +111,84 @@ def delete(path: str) -> None:
             pass
 
 
-def delete_object(url: str) -> None:
+def delete_object(filesystems: FileSystems, url: str) -> None:
     """Delete the object at ``url`` (one already gone is fine). On S3 through obstore: pyarrow's delete
     keeps the folder the object was in by putting an empty ``folder/`` object there, which would stay
     in a root after the run that wrote its only file was undone."""
     if split(url)[0] == "s3":
         import obstore
 
-        store, key = _object_store(url)
+        store, key = _object_store(filesystems, url)
         try:
             obstore.delete(store, key)
         except Exception as e:  # noqa: BLE001
             if type(e).__name__ != "NotFoundError" or "NoSuchBucket" in str(e):
-                raise run_error(url, e, writing=True) from None
+                raise filesystems.run_error(url, e, writing=True) from None
         return
-    fs, path = filesystem(url)
+    fs, path = filesystems.bucket(url)
     try:
         fs.delete_file(path)
     except FileNotFoundError:
         pass
     except Exception as e:  # noqa: BLE001
-        raise run_error(url, e) from None
+        raise filesystems.run_error(url, e) from None
 
 
-def list_objects(url: str, *, recursive: bool = False) -> list[tuple[str, int]]:
+def list_objects(filesystems: FileSystems, url: str, *, recursive: bool = False) -> list[tuple[str, int]]:
     """(name relative to ``url``, size) of the objects under the prefix ``url`` (none when it is empty)."""
     import pyarrow.fs as pafs
 
-    fs, path = filesystem(url)
+    fs, path = filesystems.bucket(url)
     try:
         infos = fs.get_file_info(pafs.FileSelector(path, recursive=recursive, allow_not_found=True))
     except Exception as e:  # noqa: BLE001
-        raise run_error(url, e) from None
+        raise filesystems.run_error(url, e) from None
     return [(i.path[len(path) + 1:], i.size) for i in infos if i.type == pafs.FileType.File]
 
 
-def list_folders(url: str) -> list[str]:
+def list_folders(filesystems: FileSystems, url: str) -> list[str]:
     """The names of the 'folders' (common prefixes) right under ``url``."""
-    return list_entries(url)[0]
+    return list_entries(filesystems, url)[0]
 
 
-def list_entries(url: str) -> tuple[list[str], list[str]]:
+def list_entries(filesystems: FileSystems, url: str) -> tuple[list[str], list[str]]:
     """(folder names, object names) right under the prefix ``url``: one listing request."""
     import pyarrow.fs as pafs
 
-    fs, path = filesystem(url)
+    fs, path = filesystems.bucket(url)
     try:
         infos = fs.get_file_info(pafs.FileSelector(path, recursive=False, allow_not_found=True))
     except Exception as e:  # noqa: BLE001
-        raise run_error(url, e) from None
+        raise filesystems.run_error(url, e) from None
     return ([i.base_name for i in infos if i.type == pafs.FileType.Directory],
             [i.base_name for i in infos if i.type == pafs.FileType.File])
 
 
-def kind(url: str) -> str | None:
+def kind(filesystems: FileSystems, url: str) -> str | None:
     """"file" (an object), "dir" (a prefix holding objects, or a bucket) or None (nothing) at ``url``."""
     import pyarrow.fs as pafs
 
-    fs, path = filesystem(url)
+    fs, path = filesystems.bucket(url)
     try:
         info = fs.get_file_info(path)
     except Exception as e:  # noqa: BLE001
-        raise run_error(url, e) from None
+        raise filesystems.run_error(url, e) from None
     return {pafs.FileType.File: "file", pafs.FileType.Directory: "dir"}.get(info.type)
 
 
 class RootURL(str):
-    """A remote root as the rest of the code holds a root: text that joins with ``/``."""
+    """A remote root as the rest of the code holds a root: text that joins with ``/``, and knows how it is
+    reached (the store's ``FileSystems``)."""
+
+    filesystems: FileSystems
+
+    def __new__(cls, text: str, filesystems: FileSystems) -> "RootURL":
+        url = super().__new__(cls, text)
+        url.filesystems = filesystems
+        return url
 
     def __truediv__(self, name: str) -> "RootURL":
-        return RootURL(f"{self}/{name}")
+        return RootURL(f"{self}/{name}", self.filesystems)
 
     @property
     def name(self) -> str:
@@ -206,8 +196,8 @@ class RootURL(str):
 
     def exists(self) -> bool:
         """An object, or a prefix holding objects, is at this URL (one request)."""
-        return kind(self) is not None
+        return kind(self.filesystems, self) is not None
 
     def is_dir(self) -> bool:
         """A prefix holding objects (or the bucket itself) is at this URL: not a single object."""
-        return kind(self) == "dir"
+        return kind(self.filesystems, self) == "dir"

@@ -31,6 +31,7 @@ import orjson
 
 from warehouse import urlpaths
 from warehouse.errors import LeaseLost, LockedError, NotASnapshot, ObjectStoreError, StorageError
+from warehouse.filesystems import FileSystems
 from warehouse.store import lease as leases
 from warehouse.store import remote_root
 from warehouse.store.files import create_if_absent, fsync, not_a_link, open_regular, rmdir_if_empty
@@ -48,7 +49,7 @@ LEGACY_MANIFEST = "manifest.json"
 class Store:
     """A warehouse root: a local directory, or (``RemoteStore``) a URL on object storage."""
 
-    def __new__(cls, root: str | os.PathLike = "."):
+    def __new__(cls, root: str | os.PathLike = ".", filesystems: FileSystems | None = None):
         if cls is Store and isinstance(root, str) and urlpaths.is_url(root):
             return super().__new__(RemoteStore)
         return super().__new__(cls)
@@ -56,7 +57,10 @@ class Store:
     #: the root is on object storage (no flock, no fsync, no os.link: see ``RemoteStore``)
     remote = False
 
-    def __init__(self, root: str | os.PathLike):
+    def __init__(self, root: str | os.PathLike, filesystems: FileSystems | None = None):
+        """``filesystems``: how the root (and a run's sources) are reached; by default with no storage options
+        but the environment's (``FileSystems.for_path``)."""
+        self.filesystems = filesystems or FileSystems.for_path(root)
         self.root = Path(os.path.abspath(root))
 
     @property
@@ -345,13 +349,14 @@ class RemoteStore(Store):
     remote = True
     _lease: "Lease | None" = None
 
-    def __init__(self, root: str):
-        self.root = RootURL(urlpaths.normpath(root))
+    def __init__(self, root: str, filesystems: FileSystems | None = None):
+        self.filesystems = filesystems or FileSystems.for_path(root)
+        self.root = RootURL(urlpaths.normpath(root), self.filesystems)
 
     # --- snapshots ---------------------------------------------------------
 
     def snapshot_numbers(self) -> list[int]:
-        names = [n for n, _ in remote_root.list_objects(self.state_dir / SNAPSHOTS)]
+        names = [n for n, _ in remote_root.list_objects(self.filesystems, self.state_dir / SNAPSHOTS)]
         return sorted(int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit())
 
     def legacy(self) -> bool:
@@ -361,55 +366,55 @@ class RemoteStore(Store):
         pass  # a prefix is never a file
 
     def _snapshot_bytes(self, where, number: int) -> bytes:
-        data = remote_root.read_object(where)
+        data = remote_root.read_object(self.filesystems, where)
         if data is None:
             raise StorageError(f"{where}: snapshot {number} is gone")
         return data
 
     def set_aside(self, number: int) -> str:
         src = self.state_dir / SNAPSHOTS / f"{number}.json"
-        data = remote_root.read_object(src)
+        data = remote_root.read_object(self.filesystems, src)
         dst = self.state_dir / DAMAGED / f"{number}-{new_run_id()}.json"
         if data is not None:
-            remote_root.create_object(dst, data)
-            remote_root.delete_object(src)
+            remote_root.create_object(self.filesystems, dst, data)
+            remote_root.delete_object(self.filesystems, src)
         return str(dst)
 
     def _create(self, path, data: bytes) -> None:
-        remote_root.create_object(path, data)  # a conditional put (S3 If-None-Match)
+        remote_root.create_object(self.filesystems, path, data)  # a conditional put (S3 If-None-Match)
 
     # --- tables ------------------------------------------------------------
 
     def table_uri(self, table: str) -> str:
-        return str(self.root / table)
+        return self.root / table  # a RootURL: whatever it is handed to reaches the root with its options
 
     def abspath(self, rel: str) -> str:
-        return f"{self.root}/{rel}"
+        return self.root / rel
 
     def rel(self, abspath: str) -> str:
         return abspath[len(self.root) + 1:]
 
     def data_path(self, table: str, name: str) -> str:
-        return f"{self.root}/{table}/{name}"  # no folders on a bucket: the put makes the key
+        return self.root / table / name  # no folders on a bucket: the put makes the key
 
     def table_dirs(self, names: set[str] | None = None) -> list[RootURL]:
         out = []
-        for name in sorted(remote_root.list_folders(self.root)):
+        for name in sorted(remote_root.list_folders(self.filesystems, self.root)):
             if name.startswith(".") or (names is not None and name not in names):
                 continue
             d = self.root / name
-            folders, objects = remote_root.list_entries(d)  # one listing answers both questions
+            folders, objects = remote_root.list_entries(self.filesystems, d)  # one listing answers both questions
             if "_delta_log" in folders or any(RUN_ID.match(n) for n in objects):
                 out.append(d)
         return out
 
     def run_files(self, table_dir: str) -> list[str]:
         """The data files directly in a table folder (names)."""
-        return [n for n, _ in remote_root.list_objects(table_dir)]
+        return [n for n, _ in remote_root.list_objects(self.filesystems, table_dir)]
 
     def remove_tree(self, url: str) -> None:
-        for name, _ in remote_root.list_objects(url, recursive=True):
-            remote_root.delete_object(f"{url}/{name}")
+        for name, _ in remote_root.list_objects(self.filesystems, url, recursive=True):
+            remote_root.delete_object(self.filesystems, f"{url}/{name}")
 
     # --- writing -----------------------------------------------------------
 
@@ -418,7 +423,7 @@ class RemoteStore(Store):
         """The writer's lease on the root (``Lease``); renewed by a thread while the block runs."""
         import threading
 
-        lease = Lease(self.lock_path, str(self.root))
+        lease = Lease(self.filesystems, self.lock_path, str(self.root))
         announced = False
         while (other := lease.try_take()) is not None:
             holder = holder_of(other)
@@ -467,7 +472,7 @@ class RemoteStore(Store):
         for d in self.table_dirs():
             for name in self.run_files(d):
                 if name.startswith(run_id):
-                    remote_root.delete_object(f"{d}/{name}")
+                    remote_root.delete_object(self.filesystems, f"{d}/{name}")
 
     def forget(self, *, created: str | None) -> None:
         """After a run that committed nothing into a root with no warehouse: its lease deleted, as a local

@@ -230,9 +230,9 @@ def open_parquet_writer(path: str, schema: pa.Schema, first: pa.Table | None = N
     ``first``: the rows about to be written, to choose the columns worth a dictionary from;
     ``encodings``: Parquet column paths written in an encoding of their own (``column_encodings``)."""
     from warehouse import urlpaths
-    from warehouse.store import remote_root
+    from warehouse.filesystems import reach
 
-    fs, where = remote_root.fs_path(path)
+    fs, where = reach(path).path(path)  # a remote root's RootURL carries the store's storage options
     if not urlpaths.is_url(path):
         os.makedirs(os.path.dirname(path), exist_ok=True)
     options = dict(PARQUET_OPTIONS)

@@ -1,0 +1,74 @@
+"""The storage seam (``warehouse.filesystems``): every path reached through a ``FileSystems`` a run, a worker
+or a connection makes for itself, and no storage state kept by the process."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+import warehouse
+from warehouse.errors import ObjectStoreError, UsageError
+from warehouse.filesystems import FileSystems, reach
+from warehouse.store.remote_root import RootURL
+from warehouse.store.storage import Store
+
+from ..conftest import REPO
+from .test_remote import put
+
+#: the modules that reach storage: none may keep anything of it between calls
+SEAM = ["warehouse/filesystems.py", "warehouse/remote.py", "warehouse/store/remote_root.py", "warehouse/access.py"]
+
+
+@pytest.mark.parametrize("module", SEAM)
+def test_the_seam_keeps_no_state_of_the_process(module):
+    """No module-level dict, list, set or value rebound later (``global``): options, clients and listings
+    live in a ``FileSystems``, which whoever needs one makes."""
+    tree = ast.parse((REPO / module).read_text(encoding="utf-8"))
+    rebound = [n for n in ast.walk(tree) if isinstance(n, ast.Global)]
+    assert not rebound, f"{module}: global {rebound[0].names}"
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            names = [t.id for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                     if isinstance(t, ast.Name)]
+            if any(n.isupper() for n in names):  # constants: tables of names, limits
+                continue
+            assert not isinstance(node.value, (ast.Dict, ast.List, ast.Set, ast.Call, ast.Constant)), \
+                f"{module}:{node.lineno}: module-level state {names}"
+
+
+def test_options_are_checked_when_made_and_a_local_root_leaves_a_stray_environment_alone(monkeypatch):
+    with pytest.raises(UsageError, match="aws_secret_access_key"):
+        FileSystems({"aws_access_key_id": "AKIA-only-one-key"})
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIA-only-one-key")  # a stray half of a pair in the environment
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY", raising=False)
+    FileSystems.for_path("/some/local/root")  # not read until a URL is met
+    with pytest.raises(UsageError):
+        FileSystems.for_path("s3://bucket/wh")
+
+
+def test_a_remote_roots_urls_carry_its_options_and_a_bare_one_is_refused():
+    mine = FileSystems({"aws_region": "eu-west-3"}, check=False)
+    root = RootURL("s3://b/wh", mine)
+    assert reach(root / "responses" / "x.parquet") is mine
+    assert reach(Store("s3://b/wh", mine).table_uri("responses")) is mine
+    with pytest.raises(TypeError, match="without its store's storage options"):
+        reach("s3://b/wh/responses")  # a URL that lost its root's options on the way: our fault, said so
+    assert reach("/local/wh/responses").given == {}
+
+
+def test_a_run_with_other_options_leaves_an_open_connection_alone(s3, bucket, tmp_path):
+    """Each reaches the bucket with its own options: a later run's wrong credentials are that run's
+    alone (the options were the process's once, and the last run's applied to every connection)."""
+    root = f"s3://{bucket}/wh"
+    put(s3, f"s3://{bucket}/src/a.jsonl", b'{"messages": [{"role": "user", "content": "hi"}, '
+                                          b'{"role": "assistant", "content": "hello"}]}\n')
+    warehouse.ingest(f"s3://{bucket}/src", root, progress=False)
+    from warehouse.reading.views import open_snapshot
+
+    con, snapshot = open_snapshot(root)
+    wrong = {"aws_secret_access_key": "wrong-secret-value"}  # the environment's key, another secret
+    with pytest.raises(ObjectStoreError):
+        warehouse.ingest(f"s3://{bucket}/src", tmp_path / "elsewhere", storage_options=wrong, progress=False)
+    assert snapshot.missing() == []  # asked with the connection's own options
+    assert con.execute("SELECT count(*) FROM responses").fetchone()[0] == 1
