@@ -25,8 +25,9 @@ from __future__ import annotations
 import errno
 import io
 import os
+import stat
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, BinaryIO
 
 from warehouse.access import StorageOptions, canonical, resolve, translate
 from warehouse.errors import ObjectStoreError, UsageError
@@ -175,6 +176,32 @@ class FileSystems:
             raise OSError(errno.ENOENT, f"{path}: no such object")
         return found[1] or 0
 
+    def open(self, path: str) -> tuple[BinaryIO, int, int]:
+        """(file, size, mtime_ns) of a regular local file or an object; OSError saying why not. A local
+        file is opened by the OS (``open_regular``), an object for ranged reads (``open_object``)."""
+        if is_url(path):
+            return self.open_object(path)
+        f = open_regular(path)
+        st = os.fstat(f.fileno())
+        return f, st.st_size, st.st_mtime_ns
+
+    def read(self, path: str) -> bytes | None:
+        """The bytes of a file or an object; None when there is none."""
+        if not is_url(path):
+            try:
+                with open(path, "rb") as f:
+                    return f.read()
+            except FileNotFoundError:
+                return None
+        fs, where = self.bucket(path)
+        try:
+            with fs.open_input_stream(where) as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+        except Exception as e:  # noqa: BLE001
+            raise self.run_error(path, e) from None
+
     def size_and_mtime(self, path: str) -> tuple[int, int]:
         """(size, mtime_ns) of a file or an object, without opening it; OSError when it is not there."""
         if not is_url(path):
@@ -229,16 +256,23 @@ class FileSystems:
             return
         yield from entries
 
-    def stat(self, url: str) -> tuple[str, int | None, int | None] | None:
-        """("file", size, mtime_ns), ("dir", None, listing digest) or None when nothing is there.
+    def stat(self, path: str) -> tuple[str, int | None, int | None] | None:
+        """("file", size, mtime_ns), ("dir", None, mtime_ns) or None when nothing is there (or a local
+        path cannot be stat'ed).
 
-        A prefix has no mtime: a directory's "mtime" is a digest of the names directly under it, so a
-        dependency on a listing changes when an entry is added or removed. Answered from the listing
-        when ``url`` is under a listed prefix, else asked.
+        A prefix has no mtime: an object prefix's "mtime" is a digest of the names directly under it, so a
+        dependency on a listing changes when an entry is added or removed (a local directory's mtime
+        changes then too). Answered from the listing when ``url`` is under a listed prefix, else asked.
         """
         import pyarrow.fs as pafs
 
-        url = normpath(url)
+        if not is_url(path):
+            try:
+                st = os.stat(path)
+            except OSError:
+                return None
+            return ("dir", None, st.st_mtime_ns) if stat.S_ISDIR(st.st_mode) else ("file", st.st_size, st.st_mtime_ns)
+        url = normpath(path)
         listing = self.listing
         if listing.covers(url):
             e = listing.objects.get(url)
@@ -289,6 +323,25 @@ class FileSystems:
             e = self.listing.objects.get(normpath(url))
             mtime_ns = e.mtime_ns if e is not None else 0
         return io.BufferedReader(RawObject(raw, url, self.safe_options()), BUFFER_BYTES), size, mtime_ns
+
+
+def open_regular(path: str) -> BinaryIO:
+    """Open a regular local file for reading, or raise OSError saying why not: a FIFO would block a run
+    forever, ``/dev/zero`` never ends.
+
+    O_NONBLOCK makes opening a FIFO return at once instead of waiting for a writer;
+    for a regular file the flag changes nothing.
+    """
+    extra = getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)  # POSIX flags; Windows has no FIFOs to fear
+    f = open(path, "rb", opener=lambda p, flags: os.open(p, flags | extra))
+    try:
+        mode = os.fstat(f.fileno()).st_mode
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, "not a regular file (a FIFO, device or socket); only regular files are read")
+    except BaseException:
+        f.close()
+        raise
+    return f
 
 
 def reach(path: Any) -> FileSystems:

@@ -190,7 +190,7 @@ def test_forcing_a_format_reads_a_file_it_would_not_detect(wh, tmp_path):
 
 def test_unreadable_file(wh, tmp_path, monkeypatch):
     path = write_text(tmp_path / "in" / "responses.json", '[{"prompt": "p", "response": "r"}]')
-    import warehouse.formatkit.opening as opening
+    import warehouse.filesystems as opening  # where a local source is opened
 
     real_open = open
 

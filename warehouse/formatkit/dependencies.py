@@ -20,7 +20,6 @@ column is a JSON list with one object per dependency, in the order they were met
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -93,21 +92,13 @@ class Dependency:
             return bool(tree) and urlpaths.inside(self.path, urlpaths.normpath(tree))
         if self.kind == "option":
             return settings.get(self.name) != self.value
-        if urlpaths.is_url(self.path):  # an object or a prefix: from the run's listing when it covers it
-            found = filesystems.stat(self.path)
-            if found is None:
-                return self.mtime_ns is not None
-            kind, size, mtime_ns = found
-            if self.kind == "dir":
-                return kind != "dir" or mtime_ns != self.mtime_ns
-            return kind != "file" or self.size is None or size != self.size or mtime_ns != self.mtime_ns
-        try:
-            st = os.stat(self.path)
-        except OSError:
+        found = filesystems.stat(self.path)  # an object or a prefix: from the run's listing when it covers it
+        if found is None:
             return self.mtime_ns is not None  # it was there and is gone
+        kind, size, mtime_ns = found
         if self.kind == "dir":
-            return st.st_mtime_ns != self.mtime_ns  # entries were added or removed
-        return self.size is None or st.st_size != self.size or st.st_mtime_ns != self.mtime_ns  # it appeared, or changed
+            return kind != "dir" or mtime_ns != self.mtime_ns  # entries were added or removed
+        return kind != "file" or self.size is None or size != self.size or mtime_ns != self.mtime_ns  # it appeared, or changed
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,9 +16,9 @@ import os
 
 from warehouse import remote, urlpaths
 from warehouse.errors import ReferenceRefused
-from warehouse.filesystems import FileSystems
+from warehouse.filesystems import FileSystems, open_regular
 from warehouse.formatkit.dependencies import Dependency
-from warehouse.formatkit.opening import HEAD_BYTES, normpath, open_regular, open_source
+from warehouse.formatkit.opening import HEAD_BYTES, normpath, open_source
 
 
 class DependencyReads:

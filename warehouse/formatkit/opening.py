@@ -8,9 +8,6 @@ ranged reads of a buffer at a time.
 
 from __future__ import annotations
 
-import errno
-import os
-import stat
 from typing import BinaryIO
 
 from warehouse import urlpaths
@@ -39,32 +36,10 @@ def read_piece(f: BinaryIO, size: int):
     return buf if got == size else buf.slice(0, got)
 
 
-def open_regular(path: str) -> BinaryIO:
-    """Open a regular file for reading, or raise OSError saying why not.
-
-    O_NONBLOCK makes opening a FIFO return at once instead of waiting for a writer;
-    for a regular file the flag changes nothing.
-    """
-    extra = getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)  # POSIX flags; Windows has no FIFOs to fear
-    f = open(path, "rb", opener=lambda p, flags: os.open(p, flags | extra))
-    try:
-        mode = os.fstat(f.fileno()).st_mode
-        if not stat.S_ISREG(mode):
-            raise OSError(errno.EINVAL, "not a regular file (a FIFO, device or socket); only regular files are read")
-    except BaseException:
-        f.close()
-        raise
-    return f
-
-
 def open_source(path: str, filesystems: FileSystems) -> tuple[BinaryIO, int, int]:
-    """(file, size, mtime_ns) of a regular local file or an object (a URL, through ``filesystems``);
-    OSError saying why not."""
-    if urlpaths.is_url(path):
-        return filesystems.open_object(path)
-    f = open_regular(path)
-    st = os.fstat(f.fileno())
-    return f, st.st_size, st.st_mtime_ns
+    """(file, size, mtime_ns) of a regular local file or an object (a URL), through ``filesystems``
+    (``FileSystems.open``); OSError saying why not."""
+    return filesystems.open(path)
 
 
 def normpath(path: str) -> str:

@@ -123,7 +123,7 @@ def is_delta_error(e: BaseException) -> bool:
 def is_table(uri: str) -> bool:
     from warehouse import urlpaths
 
-    if urlpaths.is_url(uri):
+    if urlpaths.is_url(uri):  # asked of the store, never of a run's listing of its sources
         return "_delta_log" in remote_root.list_folders(reach(uri), uri)
     return os.path.isdir(os.path.join(uri, "_delta_log"))
 
@@ -406,15 +406,7 @@ LAST_CHECKPOINT = "_last_checkpoint"
 
 def read_bytes(path: str, filesystems: FileSystems | None = None) -> bytes | None:
     """The bytes of a file or an object; None when it does not exist."""
-    from warehouse import urlpaths
-
-    if urlpaths.is_url(path):
-        return remote_root.read_object(filesystems or reach(path), path)
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except FileNotFoundError:
-        return None
+    return (filesystems or reach(path)).read(path)
 
 
 def checkpoint_hint(log: str, filesystems: FileSystems | None = None) -> int | None:
