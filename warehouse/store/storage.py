@@ -58,9 +58,7 @@ class Store:
     remote = False
 
     def __init__(self, root: str | os.PathLike, filesystems: FileSystems | None = None):
-        """``filesystems``: how the root (and a run's sources) are reached; by default with no storage options
-        but the environment's (``FileSystems.for_path``)."""
-        self.filesystems = filesystems or FileSystems.for_path(root)
+        self.filesystems = filesystems or FileSystems.for_path(root)  # the run's; else the environment's options
         self.root = Path(os.path.abspath(root))
 
     @property
