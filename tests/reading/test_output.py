@@ -242,6 +242,22 @@ def test_wide_characters_take_two_columns(samples_wh, capsys):
     assert out.splitlines()[2] == "字" * 18 + "…" + "  x"
 
 
+def test_an_ascii_table_is_measured_without_wcwidth_and_as_wcwidth_measures_it():
+    """Printable ASCII takes one column a character: its width needs no wcwidth (a cold ``warehouse sql`` does
+    not import it), and comes out as wcwidth gives it, cut included."""
+    import sys
+
+    from warehouse.reading.texttable import cut, width_of
+
+    code = ("import sys; from warehouse.reading.texttable import cut, width_of; "
+            "width_of('a path/x.json'); cut('/a/very/long/path/to/file.json', 12); print('wcwidth' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+    for text in ("plain words", "/a/very/long/path/to/some/file.json", "x" * 80, "字 and ASCII", "\\x1b[2J"):
+        assert width_of(text) == wcswidth(text)
+        for width in (1, 5, 12, 30):
+            assert wcswidth(cut(text, width)) <= max(width, 1)
+
+
 def test_control_characters_from_the_data_are_shown_not_obeyed(samples_wh, capsys):
     """A model's text with an escape sequence (clear the screen) or a right-to-left override is shown as escapes."""
     out = run(samples_wh.root, capsys, "SELECT chr(27) || '[2J' || chr(8238) || 'txt.exe' || chr(7) AS t")

@@ -18,8 +18,6 @@ import re
 import textwrap
 from typing import Any
 
-from wcwidth import wcswidth, wcwidth
-
 #: characters of a cell before it is cut, whatever the width
 CELL_WIDTH = 60
 #: the narrowest a column is cut to before columns are left out
@@ -40,13 +38,22 @@ def escaped(text: str) -> str:
 
 
 def width_of(text: str) -> int:
-    """Terminal columns of escaped ``text``."""
+    """Terminal columns of escaped ``text``: one a character for printable ASCII, else as ``wcwidth`` says
+    (imported only then: most answers are ASCII, and a cold ``warehouse sql`` would pay for its tables)."""
+    if text.isascii() and text.isprintable():
+        return len(text)
+    from wcwidth import wcswidth, wcwidth
+
     n = wcswidth(text)
     return n if n >= 0 else sum(max(wcwidth(c), 0) for c in text)
 
 
 def _head(text: str, room: int) -> str:
     """The longest start of ``text`` that takes at most ``room`` columns."""
+    if text.isascii() and text.isprintable():
+        return text[:room]
+    from wcwidth import wcwidth
+
     used = 0
     for i, c in enumerate(text):
         used += max(wcwidth(c), 0)
