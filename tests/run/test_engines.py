@@ -205,8 +205,9 @@ def test_the_forkserver_starts_during_the_walk_only_when_the_run_will_use_a_pool
     started, engines = [], []
     monkeypatch.setattr(runner, "start_forkserver", lambda registry: started.append(registry))
     real_inline, real_pool = batches.Inline, batches.ProcessPool
-    monkeypatch.setattr(batches, "Inline", lambda: engines.append("inline") or real_inline())
-    monkeypatch.setattr(batches, "ProcessPool", lambda jobs: engines.append("pool") or real_pool(jobs))
+    monkeypatch.setattr(batches, "Inline", lambda filesystems: engines.append("inline") or real_inline(filesystems))
+    monkeypatch.setattr(batches, "ProcessPool",
+                        lambda jobs, filesystems: engines.append("pool") or real_pool(jobs, filesystems))
     src = tmp_path / "src"
     for i in range(3):
         write_json(src / f"small/{i}.json", {"prompt": f"p{i}", "response": "r"})
@@ -299,3 +300,27 @@ def test_ctrl_c_while_the_ingest_process_maps_its_own_batch_stops_the_run_and_le
     assert str(e.value) == f"interrupted: nothing was written, there is no warehouse at {root}"
     assert not root.exists()
     assert multiprocessing.active_children() == []  # the pool's workers are gone
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_the_batches_this_process_maps_reach_storage_as_the_run_does(tmp_path, monkeypatch, jobs):
+    """Inline's batches, and the one a pool's process maps itself, take the run's FileSystems (its clients,
+    what its walk listed), not one of their own per batch."""
+    import warehouse.run.pool as pool
+    import warehouse.run.runner as runner
+
+    made, given = [], []
+    real_fs, real_init = runner.FileSystems, pool.BatchIngest.__init__
+    monkeypatch.setattr(runner, "FileSystems", lambda *a, **k: made.append(real_fs(*a, **k)) or made[-1])
+
+    def init(self, spec, progress=None, filesystems=None):
+        given.append(filesystems)
+        real_init(self, spec, progress, filesystems)
+
+    monkeypatch.setattr(pool.BatchIngest, "__init__", init)
+    monkeypatch.setattr("warehouse.run.batches.INLINE_MAX_FILES", 0)  # a pool even for a few files
+    for i in range(6):
+        write_json(tmp_path / "src" / f"{i}.json", [{"prompt": f"p{i}", "response": "r"}])
+    summary = warehouse.ingest(tmp_path / "src", tmp_path / "wh", jobs=jobs, progress=False)
+    assert summary.records_ingested == 6
+    assert len(made) == 1 and given and all(f is made[0] for f in given)

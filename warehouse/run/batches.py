@@ -9,6 +9,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing
 
+from warehouse.filesystems import FileSystems
 from warehouse.progress import IngestProgress
 from warehouse.run.pieces import FileScan
 from warehouse.run.pool import Engine, Inline, ProcessPool
@@ -34,12 +35,15 @@ MIN_BATCH_FILES = 2000
 def run_batches(items: list[WorkItem], sizes: list[int], spec_args: dict, jobs: int | None, bar: IngestProgress,
                  scans: Sequence[FileScan] = (), engine_name: str = "local",
                  spark_master: str | None = None,
-                 arrived: Callable[[BatchResult], None] = lambda result: None) -> list[BatchResult]:
+                 arrived: Callable[[BatchResult], None] = lambda result: None,
+                 filesystems: FileSystems | None = None) -> list[BatchResult]:
     """Plan the batches, run them on an engine, and stop it at --strict's first bad record.
-    ``arrived`` is called with each result as its batch ends."""
+    ``arrived`` is called with each result as its batch ends; ``filesystems``: the run's, for the
+    batches mapped in this process."""
     if not items and not scans:
         return []
-    engine = _engine(engine_name, spark_master, jobs, sum(sizes) + sum(s.item_size for s in scans), len(items))
+    engine = _engine(engine_name, spark_master, jobs, sum(sizes) + sum(s.item_size for s in scans), len(items),
+                     filesystems)
     batches = plan_batches(items, sizes, engine.workers) if items else []
 
     def specs() -> Iterator[BatchSpec]:
@@ -77,14 +81,15 @@ def pooled(files: int, nbytes: int) -> bool:
 PLUGGED_ENGINES = {"spark": "warehouse.spark.engine:SparkEngine"}
 
 
-def _engine(name: str, spark_master: str | None, jobs: int | None, total_bytes: int, files: int) -> Engine:
+def _engine(name: str, spark_master: str | None, jobs: int | None, total_bytes: int, files: int,
+            filesystems: FileSystems | None = None) -> Engine:
     """``spark``: Spark tasks, whatever the size (the user asked for the cluster). ``local``: this
     process for a small run or ``--jobs 1`` (a pool costs more than it saves), else a process pool."""
     if name in PLUGGED_ENGINES:
         module, _, cls = PLUGGED_ENGINES[name].partition(":")
         return getattr(importlib.import_module(module), cls)(spark_master)
     jobs = job_count(jobs)
-    return ProcessPool(jobs) if jobs > 1 and pooled(files, total_bytes) else Inline()
+    return ProcessPool(jobs, filesystems) if jobs > 1 and pooled(files, total_bytes) else Inline(filesystems)
 
 
 def plan_batches(items: list[WorkItem], sizes: list[int], jobs: int) -> list[list[WorkItem]]:

@@ -35,6 +35,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Protocol
 
 from warehouse.errors import WorkerLost
+from warehouse.filesystems import FileSystems
 from warehouse.formatkit.registry import Registry
 from warehouse.run import process_settings
 from warehouse.run.worker import BatchIngest, BatchResult, BatchSpec, ProgressFn
@@ -52,13 +53,17 @@ class Engine(Protocol):
 
 
 class Inline:
-    """Batches run in this process, one after another."""
+    """Batches run in this process, one after another (with the run's ``filesystems``, when given: its
+    clients and what its walk listed)."""
 
     workers = 1
 
+    def __init__(self, filesystems: FileSystems | None = None):
+        self.filesystems = filesystems
+
     def run(self, specs: Iterable[BatchSpec], progress: ProgressFn) -> Iterator[BatchResult]:
         for spec in specs:
-            yield BatchIngest(spec, progress).run()
+            yield BatchIngest(spec, progress, self.filesystems).run()
 
 
 class ProcessPool:
@@ -69,8 +74,9 @@ class ProcessPool:
     the kernel closes it) makes every worker exit at once.
     """
 
-    def __init__(self, workers: int):
+    def __init__(self, workers: int, filesystems: FileSystems | None = None):
         self.workers = workers
+        self.filesystems = filesystems  # the run's: for the batch this process maps itself (``_here``)
 
     def run(self, specs: Iterable[BatchSpec], progress: ProgressFn) -> Iterator[BatchResult]:
         specs = iter(specs)
@@ -109,7 +115,7 @@ class ProcessPool:
         finished = False
         try:
             feeder.start()
-            result = _here(first, progress)
+            result = _here(first, progress, self.filesystems)
             feeder.widen(self.workers * 2)  # from now on the workers have the cores, a few batches queued each
             yield result
             yield from feeder.results()
@@ -221,12 +227,12 @@ class _Feeder(threading.Thread):
             self.join()
 
 
-def _here(spec: BatchSpec, progress: ProgressFn) -> BatchResult:
+def _here(spec: BatchSpec, progress: ProgressFn, filesystems: FileSystems | None = None) -> BatchResult:
     """A batch mapped by the ingest process itself, with a worker's collector settings (``_init_worker``)."""
     threshold = gc.get_threshold()
     gc.set_threshold(*process_settings.GC_THRESHOLDS)
     try:
-        return BatchIngest(spec, progress).run()
+        return BatchIngest(spec, progress, filesystems).run()
     finally:
         gc.set_threshold(*threshold)
         # The batch's Arrow memory back to the system (the allocator keeps it, ~120 MB for a 32 MB

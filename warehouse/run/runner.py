@@ -162,7 +162,8 @@ def ingest(
         run_scoped.callback(commit_ahead.close)  # however the run ends, as path_fields ahead
         try:
             if not any(r.strict_failure for r in results):
-                results += run_batches(items, sizes, spec_args, jobs, bar, scans, engine, spark_master, commit_ahead.add)
+                results += run_batches(items, sizes, spec_args, jobs, bar, scans, engine, spark_master, commit_ahead.add,
+                                       filesystems)
                 if scans:
                     results.append(merge_pieces(results, scans, store))
         finally:
