@@ -100,8 +100,8 @@ if __name__ == "__main__":
     import warehouse.store.delta as delta
 
     log(f"imports of warehouse.run.runner done (cpu {time.process_time():.3f} s)")
-    for name in ("_what_to_read", "start_forkserver", "open_for_writing", "split_large_files", "_path_fields_ahead",
-                 "_run_batches", "merge_pieces", "commit"):
+    for name in ("what_to_read", "start_forkserver", "open_for_writing", "split_large_files", "_path_fields_ahead",
+                 "run_batches", "merge_pieces", "commit"):
         wrap(runner, name)
     wrap(registry.Registry, "ingestors", "loading the formats")
     wrap(catalog.Catalog, "load", "catalog")
