@@ -67,6 +67,12 @@ class FileSystems:
         text = os.fspath(root) if hasattr(root, "__fspath__") else str(root)
         return cls(options, check=bool(options) or is_url(text))
 
+    @classmethod
+    def of(cls, path: Any) -> "FileSystems":
+        """The ``FileSystems`` ``path`` carries (``Reachable``), else one with the environment's options: for
+        code handed a path alone, as a format's ``sniff`` is."""
+        return getattr(path, "filesystems", None) or cls.for_path(path)
+
     @property
     def options(self) -> dict[str, str]:
         """The storage options in use, the environment's included, by their canonical names."""
@@ -323,6 +329,25 @@ class FileSystems:
             e = self.listing.objects.get(normpath(url))
             mtime_ns = e.mtime_ns if e is not None else 0
         return io.BufferedReader(RawObject(raw, url, self.safe_options()), BUFFER_BYTES), size, mtime_ns
+
+
+class Reachable(str):
+    """A path (local or a URL) that carries the ``FileSystems`` it is reached through, as universal_pathlib's
+    ``UPath`` carries its storage options: what code handed a path alone (``reach``, ``FileSystems.of``)
+    reaches it with. Joining with ``/`` keeps it."""
+
+    filesystems: FileSystems
+
+    def __new__(cls, text: str, filesystems: FileSystems) -> "Reachable":
+        path = super().__new__(cls, text)
+        path.filesystems = filesystems
+        return path
+
+    def __truediv__(self, name: str) -> "Reachable":
+        return type(self)(f"{self}/{name}", self.filesystems)
+
+    def __reduce__(self):  # pickled (to a worker, an executor) as the text alone: never the clients
+        return str, (str(self),)
 
 
 def open_regular(path: str) -> BinaryIO:

@@ -65,9 +65,7 @@ def _parquet_shape(path: str, head: bytes) -> str | None:
     try:
         if len(head) < HEAD_BYTES:
             return parquet_shape(pq.read_schema(io.BytesIO(head)))
-        # sniff is given a path and a head, not the run's FileSystems: an object is reached with the
-        # environment's storage options here (a run's --storage-option reaches it when it is read)
-        f, size, _mtime = open_source(path, FileSystems.for_path(path))
+        f, size, _mtime = open_source(path, FileSystems.of(path))  # the run's, which the path carries
         with f:
             f.seek(max(size - 8, 0))
             tail = f.read(8)

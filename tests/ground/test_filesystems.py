@@ -72,3 +72,27 @@ def test_a_run_with_other_options_leaves_an_open_connection_alone(s3, bucket, tm
         warehouse.ingest(f"s3://{bucket}/src", tmp_path / "elsewhere", storage_options=wrong, progress=False)
     assert snapshot.missing() == []  # asked with the connection's own options
     assert con.execute("SELECT count(*) FROM responses").fetchone()[0] == 1
+
+
+def test_a_format_handed_a_path_alone_reaches_it_with_the_runs_options(s3, bucket, monkeypatch):
+    """A Parquet object over the 64 KB head: hf_chat's sniff reads its footer through the run's FileSystems,
+    which the path carries (``Reachable``), so a secret given as a storage option, and in no environment
+    variable, is the one it uses; the object is claimed, not passed over."""
+    import io
+    import random
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    words = random.Random(7)  # text that does not compress to nothing: the file must outgrow the head
+    rows = [{"messages": [{"role": "user", "content": f"q{i} " + "".join("%032x" % words.getrandbits(128) for _ in range(8))},
+                          {"role": "assistant", "content": f"a{i}"}]} for i in range(400)]
+    data = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(rows), data, compression="none")
+    assert len(data.getvalue()) > 64 * 1024
+    put(s3, f"s3://{bucket}/src/chat.parquet", data.getvalue())
+    secret = {"aws_secret_access_key": s3.env()["AWS_SECRET_ACCESS_KEY"]}
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")  # only the run has it
+    root = f"s3://{bucket}/wh"
+    summary = warehouse.ingest(f"s3://{bucket}/src", root, storage_options=secret, progress=False)
+    assert (summary.records_ingested, summary.records_quarantined) == (400, 0)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator, Sequence
 
-from warehouse.filesystems import FileSystems
+from warehouse.filesystems import FileSystems, Reachable
 from warehouse.formatkit.dependencies import DependsOn
 from warehouse.formatkit.ingestor import Ingestor
 from warehouse.formatkit.linescan import count_lines
@@ -117,7 +117,7 @@ def split_large_files(items: list[WorkItem], sizes: list[int], ingestors: Sequen
                     head = f.read(64 * 1024)
             except OSError:
                 head = None
-            ingestor = detect(item.path, head, ingestors) if head is not None else None
+            ingestor = detect(Reachable(item.path, filesystems), head, ingestors) if head is not None else None
             if ingestor is not None and ingestor.line_records:
                 scans.append(FileScan(item, ingestor.name, chunk_bytes, size, filesystems))
                 continue

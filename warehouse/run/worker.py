@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from warehouse import urlpaths
 from warehouse.errors import RecordError, StrictFailure, StrictStop, UsageError
-from warehouse.filesystems import FileSystems
+from warehouse.filesystems import FileSystems, Reachable
 from warehouse.formatkit.dependencies import DependsOn
 from warehouse.formatkit.ingestor import JSON_SUFFIXES, Ingestor
 from warehouse.formatkit.opening import open_source
@@ -191,7 +191,7 @@ class BatchIngest:
             if spec.forced_format:
                 ingestor = self.by_name[spec.forced_format]
             else:
-                ingestor = detect(path, src.head, self.ingestors)
+                ingestor = detect(Reachable(path, self.filesystems), src.head, self.ingestors)
             if ingestor is None and not looked_at:
                 self._passed_over(src.size)
                 return

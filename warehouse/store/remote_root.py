@@ -16,7 +16,7 @@ from typing import Any
 
 from warehouse.access import _true
 from warehouse.errors import Superseded, UsageError
-from warehouse.filesystems import FileSystems
+from warehouse.filesystems import FileSystems, Reachable
 from warehouse.remote import no_credentials
 from warehouse.urlpaths import is_url, split
 
@@ -176,19 +176,9 @@ def kind(filesystems: FileSystems, url: str) -> str | None:
     return {pafs.FileType.File: "file", pafs.FileType.Directory: "dir"}.get(info.type)
 
 
-class RootURL(str):
+class RootURL(Reachable):
     """A remote root as the rest of the code holds a root: text that joins with ``/``, and knows how it is
     reached (the store's ``FileSystems``)."""
-
-    filesystems: FileSystems
-
-    def __new__(cls, text: str, filesystems: FileSystems) -> "RootURL":
-        url = super().__new__(cls, text)
-        url.filesystems = filesystems
-        return url
-
-    def __truediv__(self, name: str) -> "RootURL":
-        return RootURL(f"{self}/{name}", self.filesystems)
 
     @property
     def name(self) -> str:
