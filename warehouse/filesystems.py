@@ -174,14 +174,6 @@ class FileSystems:
         found = self.stat(path)
         return found is not None and found[0] == "dir"
 
-    def getsize(self, path: str) -> int:
-        if not is_url(path):
-            return os.path.getsize(path)
-        found = self.stat(path)
-        if found is None or found[0] != "file":
-            raise OSError(errno.ENOENT, f"{path}: no such object")
-        return found[1] or 0
-
     def open(self, path: str) -> tuple[BinaryIO, int, int]:
         """(file, size, mtime_ns) of a regular local file or an object; OSError saying why not. A local
         file is opened by the OS (``open_regular``), an object for ranged reads (``open_object``)."""

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 from warehouse.filesystems import FileSystems
 from warehouse.formatkit.ingestor import Ingestor, exporter_in
-from warehouse.formatkit.opening import HEAD_BYTES, open_source
+from warehouse.formatkit.opening import HEAD_BYTES
 from warehouse.formatkit.records import Mapped, Record, RecordContext
 from warehouse.formatkit.source import SourceFile
 
@@ -65,7 +65,7 @@ def _parquet_shape(path: str, head: bytes) -> str | None:
     try:
         if len(head) < HEAD_BYTES:
             return parquet_shape(pq.read_schema(io.BytesIO(head)))
-        f, size, _mtime = open_source(path, FileSystems.of(path))  # the run's, which the path carries
+        f, size, _mtime = FileSystems.of(path).open(path)  # the run's, which the path carries
         with f:
             f.seek(max(size - 8, 0))
             tail = f.read(8)

@@ -96,3 +96,13 @@ def test_a_format_handed_a_path_alone_reaches_it_with_the_runs_options(s3, bucke
     root = f"s3://{bucket}/wh"
     summary = warehouse.ingest(f"s3://{bucket}/src", root, storage_options=secret, progress=False)
     assert (summary.records_ingested, summary.records_quarantined) == (400, 0)
+
+
+def test_a_path_that_carries_its_filesystems_travels_as_its_text():
+    """Pickled to a worker or an executor, a ``Reachable`` (a ``RootURL``) is its text alone: never the clients
+    and secrets of the FileSystems it carries; the far side makes its own from the options it is handed."""
+    import pickle
+
+    url = RootURL("s3://b/wh", FileSystems({"aws_region": "eu-west-3"}, check=False)) / "responses"
+    back = pickle.loads(pickle.dumps(url))
+    assert back == "s3://b/wh/responses" and type(back) is str and not hasattr(back, "filesystems")

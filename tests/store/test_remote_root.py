@@ -41,7 +41,7 @@ def test_samples_from_a_bucket_into_a_bucket_give_the_tables_of_a_local_ingest(s
     # re-ingest: nothing changed, no new snapshot; the lease is gone after each run
     again = remote_wh.ingest(prefix)
     assert not again.committed and store.snapshot_numbers() == [1]
-    assert orjson.loads(remote_root.read_object(FileSystems(), store.lock_path))["released"]
+    assert orjson.loads(FileSystems().read(store.lock_path))["released"]
 
 
 def test_a_root_inside_the_source_prefix_is_never_walked_as_a_source(s3, bucket):
@@ -82,7 +82,7 @@ def test_the_snapshot_put_is_conditional_a_second_create_fails(s3, bucket):
     remote_root.create_object(FileSystems(), url, b"first")
     with pytest.raises(FileExistsError):
         remote_root.create_object(FileSystems(), url, b"second")
-    assert remote_root.read_object(FileSystems(), url) == b"first"
+    assert FileSystems().read(url) == b"first"
 
 
 def test_two_writers_on_one_remote_root_both_land(s3, bucket):
@@ -124,7 +124,7 @@ def test_a_lease_held_by_another_writer_refuses_no_wait_and_a_stale_one_is_taken
     remote_root.replace_object(FileSystems(), store.lock_path, orjson.dumps({"holder": "a dead writer", "token": "t", "expires": 0}),
                           remote_root.read_versioned(FileSystems(), store.lock_path)[1])
     assert warehouse.ingest(f"s3://{bucket}/src", root, progress=False, wait=False).committed
-    assert orjson.loads(remote_root.read_object(FileSystems(), store.lock_path))["released"]
+    assert orjson.loads(FileSystems().read(store.lock_path))["released"]
 
 
 def _line(name: str) -> bytes:

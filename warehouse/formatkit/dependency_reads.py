@@ -18,7 +18,7 @@ from warehouse import remote, urlpaths
 from warehouse.errors import ReferenceRefused
 from warehouse.filesystems import FileSystems, open_regular
 from warehouse.formatkit.dependencies import Dependency
-from warehouse.formatkit.opening import HEAD_BYTES, normpath, open_source
+from warehouse.formatkit.opening import HEAD_BYTES, normpath
 
 
 class DependencyReads:
@@ -95,7 +95,7 @@ class DependencyReads:
         """
         path = self.reference(path)
         try:
-            f, total, mtime_ns = open_source(path, self.filesystems)
+            f, total, mtime_ns = self.filesystems.open(path)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             self.dependencies.append(Dependency.file(path))  # absent: read when it appears
             return None

@@ -1,9 +1,8 @@
-"""Opening a source, local or an object, and how much of it is read at a time.
+"""How much of a source is read at a time, and how it is read into memory.
 
-Only regular files are read (a FIFO would block the run forever, ``/dev/zero``
-never ends), and never more than their size said when opened. A source may be an
-object (``s3://bucket/key``, see ``filesystems.py``): it is opened the same way, for
-ranged reads of a buffer at a time.
+A source, local or an object, is opened through the run's ``FileSystems.open`` (``filesystems.py``):
+only regular files are read (a FIFO would block the run forever, ``/dev/zero`` never ends), and
+never more than their size said when opened; an object for ranged reads of a buffer at a time.
 """
 
 from __future__ import annotations
@@ -11,7 +10,6 @@ from __future__ import annotations
 from typing import BinaryIO
 
 from warehouse import urlpaths
-from warehouse.filesystems import FileSystems
 
 HEAD_BYTES = 64 * 1024
 DEFAULT_MAX_RECORD_BYTES = 64 * 1024 * 1024
@@ -34,12 +32,6 @@ def read_piece(f: BinaryIO, size: int):
         got += n
     view.release()
     return buf if got == size else buf.slice(0, got)
-
-
-def open_source(path: str, filesystems: FileSystems) -> tuple[BinaryIO, int, int]:
-    """(file, size, mtime_ns) of a regular local file or an object (a URL), through ``filesystems``
-    (``FileSystems.open``); OSError saying why not."""
-    return filesystems.open(path)
 
 
 def normpath(path: str) -> str:

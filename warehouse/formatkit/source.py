@@ -21,7 +21,6 @@ from warehouse.formatkit.opening import (
     DEFAULT_MAX_RECORD_BYTES,
     HEAD_BYTES,
     normpath,
-    open_source,
     read_piece,
 )
 
@@ -57,7 +56,7 @@ class SourceFile(DependencyReads):
         self.options = options or {}
         #: other files and directories this file's rows were built from (see ``read_dependency``)
         self.dependencies: list[Dependency] = []
-        self._f, self.size, self.mtime_ns = open_source(path, self.filesystems)
+        self._f, self.size, self.mtime_ns = self.filesystems.open(path)
         self._hash = hashlib.sha256()
         self._hashed = False  # every byte hashed already (``seekable``): the digest is final
         self._data: bytes | None = None

@@ -233,7 +233,7 @@ def set_aside_log(store: Store, table: str, run_id: str) -> str | None:
     if store.remote:
         names = remote_root.list_objects(store.filesystems, src, recursive=True)
         for name, _ in names:
-            data = remote_root.read_object(store.filesystems, f"{src}/{name}")
+            data = store.filesystems.read(f"{src}/{name}")
             if data is not None:
                 remote_root.create_object(store.filesystems, f"{dst}/{name}", data)
             remote_root.delete_object(store.filesystems, f"{src}/{name}")

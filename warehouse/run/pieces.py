@@ -17,7 +17,6 @@ from warehouse.filesystems import FileSystems, Reachable
 from warehouse.formatkit.dependencies import DependsOn
 from warehouse.formatkit.ingestor import Ingestor
 from warehouse.formatkit.linescan import count_lines
-from warehouse.formatkit.opening import open_source
 from warehouse.run.worker import BatchResult, WorkItem, detect
 from warehouse.store import remote_root
 from warehouse.store.storage import Store
@@ -62,7 +61,7 @@ class FileScan:
                 return 0
             return count_lines(block, lo, hi, h)
 
-        f, self.size, self.mtime_ns = open_source(self.item.path, self.filesystems)
+        f, self.size, self.mtime_ns = self.filesystems.open(self.item.path)
         with f:
             while block := f.read(READ_BYTES):
                 block_start, pos = pos, pos + len(block)
@@ -112,7 +111,7 @@ def split_large_files(items: list[WorkItem], sizes: list[int], ingestors: Sequen
     for item, size in zip(items, sizes):
         if size > chunk_bytes and item.path.lower().endswith(".jsonl"):
             try:
-                f, _size, _mtime_ns = open_source(item.path, filesystems)
+                f, _size, _mtime_ns = filesystems.open(item.path)
                 with f:
                     head = f.read(64 * 1024)
             except OSError:

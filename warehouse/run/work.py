@@ -91,5 +91,5 @@ def what_to_read(paths: Sequence[str], existing: list[str], store: Store, catalo
             tree = (next((d for d in walked_dirs if inside(path, d)), None)
                     or (catalog.get(path) or {}).get("source_tree"))
             work.items.append(WorkItem(path, None, tree=tree))
-            work.sizes.append(filesystems.getsize(path))
+            work.sizes.append(filesystems.size_and_mtime(path)[0])
     return work

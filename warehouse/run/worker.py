@@ -25,7 +25,6 @@ from warehouse.errors import RecordError, StrictFailure, StrictStop, UsageError
 from warehouse.filesystems import FileSystems, Reachable
 from warehouse.formatkit.dependencies import DependsOn
 from warehouse.formatkit.ingestor import JSON_SUFFIXES, Ingestor
-from warehouse.formatkit.opening import open_source
 from warehouse.formatkit.readers import BOM, RAW_LIMIT
 from warehouse.formatkit.records import Record
 from warehouse.formatkit.registry import Registry
@@ -405,7 +404,7 @@ def _digest(src: SourceFile, path: str) -> str:
         return src.sha256()
     h = hashlib.sha256()
     left = src.size  # the bytes the file had when opened, as the parse will read
-    f, _size, _mtime_ns = open_source(path, src.filesystems)
+    f, _size, _mtime_ns = src.filesystems.open(path)
     with f:
         while left > 0 and (chunk := f.read(min(1 << 20, left))):
             h.update(chunk)

@@ -88,18 +88,6 @@ def read_versioned(filesystems: FileSystems, url: str) -> tuple[bytes, str | Non
         raise filesystems.run_error(url, e) from None
 
 
-def read_object(filesystems: FileSystems, url: str) -> bytes | None:
-    """The bytes at ``url``; None when there is no object."""
-    fs, path = filesystems.bucket(url)
-    try:
-        with fs.open_input_stream(path) as f:
-            return f.read()
-    except FileNotFoundError:
-        return None
-    except Exception as e:  # noqa: BLE001
-        raise filesystems.run_error(url, e) from None
-
-
 def delete(filesystems: FileSystems, path: str) -> None:
     """Delete a file the run wrote, a local path or an object's URL; one already gone is fine."""
     if is_url(path):

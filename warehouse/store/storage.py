@@ -364,14 +364,14 @@ class RemoteStore(Store):
         pass  # a prefix is never a file
 
     def _snapshot_bytes(self, where, number: int) -> bytes:
-        data = remote_root.read_object(self.filesystems, where)
+        data = self.filesystems.read(where)
         if data is None:
             raise StorageError(f"{where}: snapshot {number} is gone")
         return data
 
     def set_aside(self, number: int) -> str:
         src = self.state_dir / SNAPSHOTS / f"{number}.json"
-        data = remote_root.read_object(self.filesystems, src)
+        data = self.filesystems.read(src)
         dst = self.state_dir / DAMAGED / f"{number}-{new_run_id()}.json"
         if data is not None:
             remote_root.create_object(self.filesystems, dst, data)
