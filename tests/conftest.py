@@ -21,6 +21,17 @@ import warehouse
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+# The read schema's cache (warehouse/formatkit/read_schema.py) in a folder of the test run's own, shared by
+# every process it starts (the environment is inherited): the run starts from no cache, and leaves the
+# user's cache folder alone.
+if "WAREHOUSE_CACHE_DIR" not in os.environ:
+    import atexit
+    import shutil
+    import tempfile
+
+    os.environ["WAREHOUSE_CACHE_DIR"] = tempfile.mkdtemp(prefix="warehouse-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["WAREHOUSE_CACHE_DIR"], ignore_errors=True)
+
 def terminal(columns: int = 80) -> tuple[int, int]:
     """A pseudo-terminal of ``columns`` columns: (master, slave) file descriptors."""
     import fcntl

@@ -188,12 +188,12 @@ class Warehouse:
 
     def counts(self) -> dict[str, int]:
         """Rows per declared table (responses, turns, ...): cheap, from the Parquet footers."""
-        from warehouse.formatkit.declared import TABLES
+        from warehouse.formatkit.read_schema import read_schema
 
         o = self._open
         with o.reading():
             cur = o.cursor()
-            return {t: cur.execute(f"SELECT count(*) FROM raw.{t}").fetchone()[0] for t in TABLES}
+            return {t: cur.execute(f"SELECT count(*) FROM raw.{t}").fetchone()[0] for t in read_schema().table_names()}
 
     # --- queries ------------------------------------------------------------------------
 

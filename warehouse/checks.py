@@ -22,6 +22,8 @@ from warehouse.errors import UsageError
 SQL_FORMATS = ("table", "csv", "json", "jsonl")
 #: what ``warehouse stats --format`` / ``warehouse.stats(format=...)`` writes
 STATS_FORMATS = ("table", "json")
+#: what ``warehouse history --format`` / ``warehouse.history(format=...)`` writes
+HISTORY_FORMATS = ("table", "json")
 
 #: where ``warehouse ingest --engine`` / ``warehouse.ingest(engine=...)`` runs the batches
 ENGINES = ("local", "spark")

@@ -38,12 +38,20 @@ run `warehouse COMMAND --help` for the options and examples of each command
 """
 
 
-def build_parser(format_names: bool = True):
-    """The command line. ``format_names=False`` leaves the format names out of ``ingest --help``,
-    so commands other than ingest start without reading the installed packages' metadata."""
-    import argparse  # here, not at the top: a Ctrl-C while it loads is caught by main
+#: every command, in the order ``warehouse --help`` lists them: (module of ``warehouse/commands/``, its ``add_`` function)
+COMMANDS = {
+    "ingest": ("ingest", "add_ingest"), "tokenize": ("ingest", "add_tokenize"), "sql": ("query", "add_sql"),
+    "export": ("export", "add_export"), "stats": ("query", "add_stats"), "history": ("query", "add_history"),
+    "view": ("view", "add_view"), "compact": ("compact", "add_compact"),
+}
 
-    from warehouse.commands import compact, export, ingest, query, view
+
+def build_parser(format_names: bool = True, only: str | None = None):
+    """The command line. ``format_names=False`` leaves the format names out of ``ingest --help``,
+    so commands other than ingest start without reading the installed packages' metadata. ``only``:
+    that command alone (the one being run), so starting it imports no other command's module."""
+    import argparse  # here, not at the top: a Ctrl-C while it loads is caught by main
+    import importlib
 
     class Command(argparse.ArgumentParser):
         """The parser of one command. An unknown option is reported with this command's usage (argparse
@@ -70,24 +78,18 @@ def build_parser(format_names: bool = True):
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=Command)
 
-    ingest.add_ingest(sub, format_names)
-    ingest.add_tokenize(sub)
-    query.add_sql(sub)
-    export.add_export(sub)
-    query.add_stats(sub)
-    query.add_history(sub)
-    view.add_view(sub)
-    compact.add_compact(sub)
+    for name, (module, add) in COMMANDS.items():
+        if only is None or name == only:
+            adding = getattr(importlib.import_module(f"warehouse.commands.{module}"), add)
+            adding(sub, format_names) if name == "ingest" else adding(sub)
     return parser
 
 
 def handler(command: str):
     """The function that runs ``command`` (its arguments parsed): ``cmd_<command>`` of its group's module."""
-    from warehouse.commands import compact, export, ingest, query, view
+    import importlib
 
-    return {"ingest": ingest.cmd_ingest, "sql": query.cmd_sql, "export": export.cmd_export, "stats": query.cmd_stats,
-            "tokenize": ingest.cmd_tokenize, "history": query.cmd_history, "compact": compact.cmd_compact,
-            "view": view.cmd_view}[command]
+    return getattr(importlib.import_module(f"warehouse.commands.{COMMANDS[command][0]}"), f"cmd_{command}")
 
 
 #: commands whose DuckDB queries a Ctrl-C interrupts at once (see warehouse.interrupt)
@@ -116,7 +118,8 @@ def _main(argv: list[str] | None, late) -> int:
             from warehouse.run.process_settings import for_ingest_command
 
             for_ingest_command()  # this command's processes are ours: before pyarrow and numpy load
-        args = build_parser(format_names=bool(words) and words[0] == "ingest").parse_args(argv)
+        command = words[0] if words and words[0] in COMMANDS else None
+        args = build_parser(format_names=command == "ingest", only=command).parse_args(argv)
         if args.command not in QUERYING:
             code = handler(args.command)(args)
         else:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from warehouse.checks import SQL_FORMATS, STATS_FORMATS
+from warehouse.checks import HISTORY_FORMATS, SQL_FORMATS, STATS_FORMATS
 from warehouse.commands.options import as_of, command, printed_format, root
 from warehouse.errors import EXIT_OK, UsageError
-from warehouse.run.maintenance import HISTORY_FORMATS
 
 SQL_DESCRIPTION = (
     "Run SQL (DuckDB dialect) on the warehouse views and print the result of its last statement on stdout. "

@@ -86,6 +86,10 @@ class _Declarations(Mapping):
                 self._building = False
         return self._tables
 
+    def loaded(self) -> bool:
+        """Whether the tables have been composed in this process (the formats are loaded)."""
+        return self._tables is not None
+
     def __getitem__(self, name: str) -> Table:
         return self._get()[name]
 

@@ -67,6 +67,11 @@ class Registry:
         return [i.exporter for i in self.ingestors() if i.exporter is not None]
 
 
+def listed() -> Registry | None:
+    """``Registry.installed()`` when this process has listed the installed formats already, else None."""
+    return _installed() if _installed.cache_info().currsize else None
+
+
 @functools.cache
 def _installed() -> Registry:
     refs: dict[str, str] = {}

@@ -24,16 +24,18 @@ import io
 import re
 import shutil
 import sys
-from typing import IO, Any
+from collections.abc import Iterator
+from typing import IO, TYPE_CHECKING, Any
 
 import duckdb
-import pyarrow as pa
-import pyarrow.csv as pcsv
 
 from warehouse.checks import SQL_FORMATS as FORMATS
 from warehouse.errors import QueryError
 from warehouse.reading import texttable
 from warehouse.reading.texttable import CELL_WIDTH
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 BATCH_ROWS = 8192
 #: rows the table format shows unless told otherwise
@@ -128,10 +130,11 @@ def table_width(out: IO[str], max_width: int | None = None) -> int | None:
     return PIPE_WIDTH
 
 
-def write_result(result: duckdb.DuckDBPyRelation, fmt: str, out: IO[str], *, max_rows: int | None = TABLE_ROWS,
-                 max_width: int | None = None) -> int:
+def write_result(result: duckdb.DuckDBPyRelation, fmt: str, out: IO[str], *, con: duckdb.DuckDBPyConnection,
+                 params=None, max_rows: int | None = TABLE_ROWS, max_width: int | None = None) -> int:
     """Write the rows of a query to ``out``; returns the number of rows.
 
+    ``result``: the query's relation on ``con``, made with ``params`` (its placeholders' values).
     ``max_rows`` bounds the rows the table format shows (None: all); the others write every row.
     ``max_width`` the table's line (``table_width``: default the terminal's width; 0 no limit).
     A row DuckDB fails to compute (a failed cast) is a QueryError with DuckDB's message.
@@ -147,10 +150,11 @@ def write_result(result: duckdb.DuckDBPyRelation, fmt: str, out: IO[str], *, max
         query = _text_query(result, CELL_WIDTH)
     try:  # the rows are computed while they are written
         if fmt in ("json", "jsonl"):
-            return _write_json(query, fmt, out)
+            return _write_json(_batches(query, con, params), fmt, out)
         if fmt == "csv":
             return _write_csv(query, names, _json_text(result.types), out)
-        return _write_table(query, names, _json_text(result.types), out, max_rows, table_width(out, max_width))
+        return _write_table(_batches(query, con, params), names, _json_text(result.types), out, max_rows,
+                            table_width(out, max_width))
     except duckdb.InterruptException:
         raise
     except duckdb.Error as e:  # met while computing the rows: a failed cast, an out-of-range value
@@ -182,23 +186,34 @@ def lines_of(message: str, ran: str, own: str) -> str:
     return "\n".join(lines)
 
 
-def _write_json(query: duckdb.DuckDBPyRelation, fmt: str, out: IO[str]) -> int:
+def _batches(query: duckdb.DuckDBPyRelation, con: duckdb.DuckDBPyConnection, params) -> Iterator[list[tuple]]:
+    """The rows of ``query`` (a relation on ``con``, with ``params``), BATCH_ROWS at a time, as DuckDB streams them:
+    one run, one batch in memory at a time. As Python tuples rather than Arrow batches, so a query printed as a
+    table or as JSON does without pyarrow, which a small query from a cold process would spend most of its
+    time importing (bench/README.md)."""
+    cur = con.execute(query.sql_query(), params)
+    while batch := cur.fetchmany(BATCH_ROWS):
+        yield batch
+
+
+def _write_json(batches: Iterator[list[tuple]], fmt: str, out: IO[str]) -> int:
     n = 0
-    for batch in query.to_arrow_reader(BATCH_ROWS):
-        if not batch.num_rows:
-            continue
-        text = finite_json(("\n" if fmt == "jsonl" else ",\n").join(batch.column(0).to_pylist()))
+    for batch in batches:
+        text = finite_json(("\n" if fmt == "jsonl" else ",\n").join(row[0] for row in batch))
         if fmt == "jsonl":
             out.write(text + "\n")
         else:  # "[" only once the first rows are in: a query failing at its start leaves nothing
             out.write(("[\n" if n == 0 else ",\n") + text)
-        n += batch.num_rows
+        n += len(batch)
     if fmt == "json":
         out.write("\n]\n" if n else "[]\n")
     return n
 
 
 def _finite_cells(batch: pa.RecordBatch, json_text: list[bool]) -> list[pa.Array]:
+    """The columns of ``batch``, its JSON text (``json_text``) with NaN and infinities as null (``finite_json``)."""
+    import pyarrow as pa
+
     columns = []
     for column, is_json in zip(batch.columns, json_text):
         if is_json:
@@ -208,6 +223,9 @@ def _finite_cells(batch: pa.RecordBatch, json_text: list[bool]) -> list[pa.Array
 
 
 def _write_csv(query: duckdb.DuckDBPyRelation, names: list[str], json_text: list[bool], out: IO[str]) -> int:
+    import pyarrow as pa  # here: the other formats, a cold query's usual ones, do without Arrow
+    import pyarrow.csv as pcsv
+
     n, header = 0, True
     reader = query.to_arrow_reader(BATCH_ROWS)
     for batch in reader:
@@ -226,16 +244,15 @@ def _write_csv(query: duckdb.DuckDBPyRelation, names: list[str], json_text: list
     return n
 
 
-def _write_table(query: duckdb.DuckDBPyRelation, names: list[str], json_text: list[bool], out: IO[str],
+def _write_table(batches: Iterator[list[tuple]], names: list[str], json_text: list[bool], out: IO[str],
                  max_rows: int | None, width: int | None) -> int:
     shown: list[list[str | None]] = []
     n = 0
-    for batch in query.to_arrow_reader(BATCH_ROWS):
-        room = batch.num_rows if max_rows is None else max(0, min(batch.num_rows, max_rows - len(shown)))
-        if room:
-            head = batch.slice(0, room)
-            shown += [list(row) for row in zip(*(c.to_pylist() for c in _finite_cells(head, json_text)))]
-        n += batch.num_rows  # the rest are counted only
+    for batch in batches:
+        room = len(batch) if max_rows is None else max(0, min(len(batch), max_rows - len(shown)))
+        shown += [[finite_json(v) if is_json and v is not None else v for v, is_json in zip(row, json_text)]
+                  for row in batch[:room]]
+        n += len(batch)  # the rest are counted only
     out.write(texttable.render(names, shown, total=n, width=width,
                                more_rows="use --format csv|json|jsonl for all, or --max-rows N",
                                more_columns="SELECT the ones you want, or --max-width 0 for all"))

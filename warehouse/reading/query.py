@@ -14,7 +14,7 @@ from warehouse import checks, interrupt
 from warehouse.access import StorageOptions
 from warehouse.checks import SQL_FORMATS, STATS_FORMATS
 from warehouse.errors import QueryError
-from warehouse.formatkit.declared import TABLES
+from warehouse.formatkit.read_schema import read_schema
 from warehouse.moved import renamed_keyword
 from warehouse.reading.damaged import damage_error
 from warehouse.reading.output import TABLE_ROWS, write_report, write_result
@@ -30,7 +30,7 @@ def open_existing(root: str | os.PathLike, as_of: int | None = None, storage_opt
 
 def columns_hint(con: duckdb.DuckDBPyConnection, *views: str) -> str:
     """These views (default: the view of every table) and their columns, for error messages."""
-    views = list(views) or list(TABLES)
+    views = list(views) or read_schema().table_names()
     lines = []
     for v in views:
         cols = [r[0] for r in con.execute(f"DESCRIBE {v}").fetchall()]
@@ -98,17 +98,19 @@ def sql(
     checks.count(max_rows, "max_rows", least=0, meaning=" (0: all)")
     checks.count(max_width, "max_width", least=0, meaning=" (0: no limit)")
     con = open_existing(root, checks.as_of(as_of), storage_options)
+    if params is not None and not isinstance(params, dict):
+        params = list(params)
     try:
         try:
-            relation = con.sql(query) if params is None else con.sql(
-                query, params=params if isinstance(params, dict) else list(params))
+            relation = con.sql(query) if params is None else con.sql(query, params=params)
         except duckdb.Error as e:
             raise damage_error(e, str(root)) or QueryError(f"{e}{missing_column_hint(con, query, e)}") from None
         if output_format is None or relation is None:  # a statement without a result (SET, CREATE VIEW, ...)
             con = None  # not closed: the relation holds it, open, until the relation is gone
             return relation
         try:
-            write_result(relation, output_format, out or sys.stdout, max_rows=max_rows or None, max_width=max_width)
+            write_result(relation, output_format, out or sys.stdout, con=con, params=params, max_rows=max_rows or None,
+                         max_width=max_width)
         except QueryError as e:  # a row that fails: a failed cast, or a damaged table's view, said in its own line
             raise damage_error(e, str(root)) or e from None
         return None
@@ -187,7 +189,7 @@ def _notes(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 def _stats(con: duckdb.DuckDBPyConnection, every_file: bool) -> dict[str, Any]:
-    tables = {name: con.execute(f"SELECT count(*) FROM {name}").fetchone()[0] for name in TABLES}
+    tables = {name: con.execute(f"SELECT count(*) FROM {name}").fetchone()[0] for name in read_schema().table_names()}
     fmt_rows = con.execute(
         """
         SELECT coalesce(source_format, '(none)') AS format, status,

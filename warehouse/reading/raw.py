@@ -10,26 +10,24 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from warehouse.filesystems import FileSystems
-from warehouse.formatkit.declared import TABLES
+from warehouse.formatkit.read_schema import ReadSchema, ReadTable
 from warehouse.reading.statements import create_view, duckdb_errors
 from warehouse.reading.statements import quote as _quote
 from warehouse.store.snapshots import SnapshotRecord
-from warehouse.tables import Table, duckdb_type
 
 if TYPE_CHECKING:
     import duckdb
 
-def raw_select(table: Table, files: list[str], present: set[str]) -> str:
+def raw_select(table: ReadTable, files: list[str], present: set[str]) -> str:
     """SELECT for ``raw.<table>`` over ``files`` whose union of columns is ``present``."""
     cols = []
-    for c in table.columns:
-        t = duckdb_type(c)
-        if c.name not in present:
-            cols.append(f"CAST(NULL AS {t}) AS {c.name}")
-        elif c.json:
-            cols.append(f"CAST({c.name} AS JSON) AS {c.name}")
+    for name, t, json in table.columns:
+        if name not in present:
+            cols.append(f"CAST(NULL AS {t}) AS {name}")
+        elif json:
+            cols.append(f"CAST({name} AS JSON) AS {name}")
         else:
-            cols.append(c.name)
+            cols.append(name)
     select = ",\n       ".join(cols)
     if not files:
         return f"SELECT {select} LIMIT 0"
@@ -39,16 +37,16 @@ def raw_select(table: Table, files: list[str], present: set[str]) -> str:
     return f"SELECT {select}\nFROM read_parquet({file_list}, union_by_name = true)"
 
 
-def create_raw_views(con: duckdb.DuckDBPyConnection, files: dict[str, list[str]], record: SnapshotRecord,
-                     damaged: dict[str, str] | None = None, diagnose=None) -> None:
-    """``raw.<table>`` for every declared table. A damaged table's view (``damaged``: table -> the message
+def create_raw_views(con: duckdb.DuckDBPyConnection, schema: ReadSchema, files: dict[str, list[str]],
+                     record: SnapshotRecord, damaged: dict[str, str] | None = None, diagnose=None) -> None:
+    """``raw.<table>`` for every table of ``schema``. A damaged table's view (``damaged``: table -> the message
     saying what is wrong and what to do; ``diagnose(table, error)`` gives one for a view DuckDB cannot
     make, when it reads the files' footers) fails with that message when a query reads it: a connection
     opens on a warehouse with a damaged table, and everything that does not read that table works."""
     con.execute("CREATE SCHEMA IF NOT EXISTS raw")
     damaged = damaged if damaged is not None else {}
     footers_read = _footers_readable(con, [f for name, fs in files.items() if name not in damaged for f in fs])
-    for table in TABLES.values():
+    for table in schema.tables:
         pinned = record.tables.get(table.name) or {}
         present = set(pinned.get("columns", ()))
         create = f"CREATE OR REPLACE VIEW raw.{table.name} AS "
@@ -81,9 +79,9 @@ def _footers_readable(con: duckdb.DuckDBPyConnection, files: list[str]) -> bool:
     return True
 
 
-def failing_select(table: Table, message: str) -> str:
+def failing_select(table: ReadTable, message: str) -> str:
     """A SELECT with ``table``'s columns that fails with ``message`` when a query reads a row of it."""
-    cols = ", ".join(f"CAST(NULL AS {duckdb_type(c)}) AS {c.name}" for c in table.columns)
+    cols = ", ".join(f"CAST(NULL AS {t}) AS {name}" for name, t, _ in table.columns)
     return f"SELECT {cols} FROM (SELECT error({_quote(message)}) AS damaged) WHERE damaged IS NOT NULL"
 
 

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 from warehouse.access import StorageOptions
 from warehouse.errors import StorageError, first_line
 from warehouse.filesystems import FileSystems
-from warehouse.formatkit.declared_views import PATH_FIELDS, path_fields_sql_hash, view_statements
+from warehouse.formatkit.declared_views import PATH_FIELDS
+from warehouse.formatkit.read_schema import ReadSchema, read_schema
 from warehouse.reading.damaged import damage_message
 from warehouse.reading.raw import ARROW_SCAN, create_raw_views, register_remote_files
 from warehouse.reading.statements import create_view, duckdb_errors
@@ -43,10 +44,10 @@ def cursor(con: duckdb.DuckDBPyConnection, snapshot: "Snapshot") -> duckdb.DuckD
     return c
 
 
-def apply_sql_views(con: duckdb.DuckDBPyConnection, path_fields_files: list[str] | None = None) -> None:
-    """The views of sql/ and of the formats (``view_statements``); ``path_fields_files``: the materialised
+def apply_sql_views(con: duckdb.DuckDBPyConnection, schema: ReadSchema, path_fields_files: list[str] | None = None) -> None:
+    """The views of sql/ and of the formats (``schema.views``); ``path_fields_files``: the materialised
     path_fields, when it was made by this very SQL (same rows, no regex over every path)."""
-    for name, statement in view_statements():
+    for name, statement in schema.views:
         if name == PATH_FIELDS and path_fields_files and path_fields_files[0].startswith(ARROW_SCAN):
             con.execute(f"CREATE OR REPLACE VIEW path_fields AS SELECT * FROM {path_fields_files[0][len(ARROW_SCAN):]}")
             continue
@@ -101,6 +102,7 @@ def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None, threads:
     as_of = checks.as_of(as_of)
     store = Store(root, FileSystems.for_path(root, storage_options))
     record = read_existing_snapshot(store, root, as_of)
+    schema = read_schema()
     # a remote root's tables are read through Arrow datasets, made with each table's schema and DeltaTable
     schemas: dict | None = {} if store.remote else None
     # The latest snapshot's files are never vacuumed: a table of it that cannot be read is damaged, and the
@@ -141,9 +143,10 @@ def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None, threads:
     datasets: dict = {}
     if store.remote:
         files, datasets = register_remote_files(con, files, schemas, store.filesystems)
-    create_raw_views(con, files, record, messages, None if damaged is None else _diagnose_view(store, record, opened))
-    fresh = record.path_fields_sql == path_fields_sql_hash()
-    apply_sql_views(con, files.get(PATH_FIELDS) if fresh and PATH_FIELDS not in messages else None)
+    create_raw_views(con, schema, files, record, messages,
+                     None if damaged is None else _diagnose_view(store, record, opened))
+    fresh = record.path_fields_sql == schema.path_fields_sql
+    apply_sql_views(con, schema, files.get(PATH_FIELDS) if fresh and PATH_FIELDS not in messages else None)
     return con, Snapshot(str(store.root), record.number, record.run_id, every, datasets, messages, store.filesystems)
 
 

@@ -21,7 +21,6 @@ from warehouse.moved import renamed_keyword
 #: files replaced longer ago than this are deleted by ``compact`` (Delta's own default: 7 days);
 #: snapshots older than that may no longer be readable
 RETENTION_HOURS = 168
-HISTORY_FORMATS = ("table", "json")
 
 
 @renamed_keyword("format", "output_format")
@@ -38,7 +37,7 @@ def history(root: str | os.PathLike, *, output_format: str | None = None, out: I
     from warehouse.store.readable import read_existing_snapshot, readable_snapshots
     from warehouse.store.storage import Store
 
-    checks.choice(output_format, "format", HISTORY_FORMATS)
+    checks.choice(output_format, "format", checks.HISTORY_FORMATS)
     root = checks.root(root)
     store = Store(root, FileSystems.for_path(root, storage_options))
     try:

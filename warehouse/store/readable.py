@@ -9,8 +9,8 @@ import os
 
 from warehouse.errors import StorageError
 from warehouse.filesystems import FileSystems
-from warehouse.formatkit.declared import TABLES
 from warehouse.formatkit.declared_views import PATH_FIELDS
+from warehouse.formatkit.read_schema import read_schema
 from warehouse.store import delta, delta_damage
 from warehouse.store.snapshots import SnapshotRecord
 from warehouse.store.storage import Store
@@ -20,7 +20,8 @@ def declared(record: SnapshotRecord) -> list[str]:
     """The tables of ``record`` that the warehouse declares (its own, path_fields and the installed formats'):
     the only ones a command reads or writes. A snapshot's name for anything else (a format uninstalled
     since) keeps its pin, untouched."""
-    return [name for name in record.tables if name in TABLES or name == PATH_FIELDS]
+    known = set(read_schema().table_names())
+    return [name for name in record.tables if name in known or name == PATH_FIELDS]
 
 
 def pinned_files(store: Store, record: SnapshotRecord, schemas: dict | None = None,
