@@ -191,6 +191,15 @@ def test_the_data_formats_print_every_row(samples_wh, capsys):
     assert [int(r[0]) for r in list(csv.reader(io.StringIO(run(samples_wh.root, capsys, q, "--format", "csv"))))[1:]] == list(range(20000))
 
 
+@pytest.mark.parametrize("fmt,want", [("table", "n\n--\n20\n(1 row)\n"), ("json", '[\n{"n":20}\n]\n'),
+                                      ("jsonl", '{"n":20}\n'), ("csv", '"n"\n20\n')])
+def test_a_query_ending_in_semicolons_and_comments_prints_in_every_format(samples_wh, capsys, fmt, want):
+    """As a query read from a file often ends (-f report.sql): each format's rows are made by a statement
+    around the query, which the query's end must not end early (it did: a parser error's traceback)."""
+    q = "/* count */ SELECT count(*) AS n -- how many\nFROM range(20);  -- done\n;\n/* end */\n"
+    assert run(samples_wh.root, capsys, q, "--format", fmt) == want
+
+
 @pytest.mark.parametrize("fmt,empty", [("json", "[]\n"), ("jsonl", ""), ("table", "n\n-\n(0 rows)\n")])
 def test_an_empty_result(samples_wh, capsys, fmt, empty):
     assert run(samples_wh.root, capsys, "SELECT 1 AS n WHERE false", "--format", fmt) == empty

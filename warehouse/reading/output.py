@@ -64,40 +64,59 @@ def _json_text(types: list) -> list[bool]:
     return [t.id in NESTED or str(t) == "JSON" for t in types]
 
 
-def _text_query(result: duckdb.DuckDBPyRelation, width: int | None = None, keep=frozenset()) -> duckdb.DuckDBPyRelation:
-    """One VARCHAR column per column of ``result``: DuckDB's text of each value, nested values as JSON.
-
-    Columns are renamed positionally (``AS r(c0, c1, ...)``), so any names, duplicates
-    included, work; ``width`` keeps of a longer text its first ``width`` characters plus one (to
-    tell it was cut) and its last ``width`` (a path is cut in its middle: ``texttable``), so a
-    table holds a bounded text per cell whatever the data; columns whose type id is in ``keep``
-    stay as they are.
-    """
-    aliases = [f"c{i}" for i in range(len(result.columns))]
-    exprs = []
-    for alias, t in zip(aliases, result.types):
-        if t.id in keep:
-            exprs.append(alias)
+def statement_text(sql: str) -> str:
+    """``sql``, one statement, without the semicolons and comments that may end it (``...; -- done``), which
+    would end the statement early once it is written inside another: read with DuckDB's own tokenizer."""
+    tokens = duckdb.tokenize(sql)
+    end = len(sql)
+    for offset, kind in reversed(tokens):
+        if kind == duckdb.token_type.comment or (kind == duckdb.token_type.operator and not sql[offset:end].strip(" \t\r\n;")):
+            end = offset
             continue
-        exprs.append(f"to_json({alias})::VARCHAR" if t.id in NESTED else f"CAST({alias} AS VARCHAR)")
-    text = f"SELECT {', '.join(exprs)} FROM r AS r({', '.join(aliases)})"
+        break
+    return sql[:end]
+
+
+def _over(text: str, n: int) -> str:
+    """``FROM`` the statement ``text`` with its ``n`` columns renamed positionally (c0, c1, ...), so any names,
+    duplicates included, work. The statement's own lines follow a line of their own, so a comment ending its last
+    line ends nothing of the statement around it."""
+    return f"FROM (\n{text}\n) AS r({', '.join(f'c{i}' for i in range(n))})"
+
+
+def _text_sql(text: str, types: list, width: int | None = None, keep=frozenset()) -> str:
+    """One VARCHAR column per column of the statement ``text`` (whose column types are ``types``): DuckDB's
+    text of each value, nested values as JSON.
+
+    ``width`` keeps of a longer text its first ``width`` characters plus one (to tell it was cut) and its last
+    ``width`` (a path is cut in its middle: ``texttable``), so a table holds a bounded text per cell whatever
+    the data; columns whose type id is in ``keep`` stay as they are.
+    """
+    exprs = []
+    for i, t in enumerate(types):
+        c = f"c{i}"
+        if t.id in keep:
+            exprs.append(c)
+        elif t.id in NESTED:
+            exprs.append(f"to_json({c})::VARCHAR")
+        else:
+            exprs.append(f"CAST({c} AS VARCHAR)")
+    sql = f"SELECT {', '.join(exprs)} {_over(text, len(types))}"
     if width:
         long = 2 * width + 1
+        aliases = [f"c{i}" for i in range(len(types))]
         cut = [f"CASE WHEN length({a}) > {long} THEN left({a}, {width + 1}) || '…' || right({a}, {width}) ELSE {a} END"
                for a in aliases]
-        text = f"SELECT {', '.join(cut)} FROM ({text}) AS t({', '.join(aliases)})"
-    return result.query("r", text)
+        sql = f"SELECT {', '.join(cut)} FROM ({sql}) AS t({', '.join(aliases)})"
+    return sql
 
 
-def _json_query(result: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelation:
-    """One VARCHAR column: each row as a JSON object keyed by column name, its values as ``to_json`` writes them.
-
-    The columns are renamed positionally and the keys written as string literals: a user's
-    column may be called anything (``r``, the row alias ``to_json(r)`` read before, or ``c0``).
-    """
-    aliases = [f"c{i}" for i in range(len(result.columns))]
-    pairs = [f"{_sql_string(key)}, {alias}" for key, alias in zip(json_keys(result.columns), aliases)]
-    return result.query("r", f"SELECT json_object({', '.join(pairs)})::VARCHAR FROM r AS r({', '.join(aliases)})")
+def _json_sql(text: str, names: list[str]) -> str:
+    """One VARCHAR column: each row of the statement ``text`` (whose columns are ``names``) as a JSON object keyed
+    by column name, its values as ``to_json`` writes them. The keys are written as string literals: a user's column
+    may be called anything (``r``, the row alias ``to_json(r)`` read before, or ``c0``)."""
+    pairs = [f"{_sql_string(key)}, c{i}" for i, key in enumerate(json_keys(names))]
+    return f"SELECT json_object({', '.join(pairs)})::VARCHAR {_over(text, len(names))}"
 
 
 def json_keys(names: list[str]) -> list[str]:
@@ -141,24 +160,27 @@ def write_result(result: duckdb.DuckDBPyRelation, fmt: str, out: IO[str], *, con
     """
     if fmt not in FORMATS:
         raise ValueError(f"unknown output format {fmt!r}; choose one of: {', '.join(FORMATS)}")
-    names = list(result.columns)
+    names, types = list(result.columns), result.types
+    # The query's statement inside one that makes its text, run on the connection: a relation made over it
+    # would bind it again, three times, for nothing a cold query needs (bench/README.md).
+    text = statement_text(result.sql_query())
     if fmt in ("json", "jsonl"):
-        query = _json_query(result)
+        sql = _json_sql(text, names)
     elif fmt == "csv":
-        query = _text_query(result, keep=PLAIN)
+        sql = _text_sql(text, types, keep=PLAIN)
     else:
-        query = _text_query(result, CELL_WIDTH)
+        sql = _text_sql(text, types, CELL_WIDTH)
     try:  # the rows are computed while they are written
         if fmt in ("json", "jsonl"):
-            return _write_json(_batches(query, con, params), fmt, out)
+            return _write_json(_batches(con, sql, params), fmt, out)
         if fmt == "csv":
-            return _write_csv(query, names, _json_text(result.types), out)
-        return _write_table(_batches(query, con, params), names, _json_text(result.types), out, max_rows,
+            return _write_csv(con.sql(sql, params=params), names, _json_text(types), out)
+        return _write_table(_batches(con, sql, params), names, _json_text(types), out, max_rows,
                             table_width(out, max_width))
     except duckdb.InterruptException:
         raise
     except duckdb.Error as e:  # met while computing the rows: a failed cast, an out-of-range value
-        raise QueryError(lines_of(str(e), query.sql_query(), result.sql_query())) from None
+        raise QueryError(lines_of(str(e), sql, text)) from None
 
 
 #: where DuckDB's error context names the line of the statement it points into
@@ -186,12 +208,12 @@ def lines_of(message: str, ran: str, own: str) -> str:
     return "\n".join(lines)
 
 
-def _batches(query: duckdb.DuckDBPyRelation, con: duckdb.DuckDBPyConnection, params) -> Iterator[list[tuple]]:
-    """The rows of ``query`` (a relation on ``con``, with ``params``), BATCH_ROWS at a time, as DuckDB streams them:
-    one run, one batch in memory at a time. As Python tuples rather than Arrow batches, so a query printed as a
-    table or as JSON does without pyarrow, which a small query from a cold process would spend most of its
-    time importing (bench/README.md)."""
-    cur = con.execute(query.sql_query(), params)
+def _batches(con: duckdb.DuckDBPyConnection, sql: str, params) -> Iterator[list[tuple]]:
+    """The rows of ``sql`` run on ``con`` with ``params``, BATCH_ROWS at a time, as DuckDB streams them: one run,
+    one batch in memory at a time. As Python tuples rather than Arrow batches, so a query printed as a table or
+    as JSON does without pyarrow, which a small query from a cold process would spend most of its time
+    importing (bench/README.md)."""
+    cur = con.execute(sql, params)
     while batch := cur.fetchmany(BATCH_ROWS):
         yield batch
 
