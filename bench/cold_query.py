@@ -9,6 +9,7 @@ Contenders, on each warehouse root:
 
 * ``duckdb``: ``python -c "import duckdb; print(duckdb.sql(\\"SELECT count(*) FROM 'ROOT/responses/*.parquet'\\").fetchall())"``
   (the issue's command; fetched, as ``duckdb.sql`` alone runs nothing);
+  for the point query, the same join of the Parquet files of responses and path_fields the view makes;
 * for each ``--warehouse LABEL=PYTHON`` (default: this Python): ``warehouse sql QUERY --root ROOT``
   (``PYTHON -m warehouse.cli``), and ``PYTHON -c "import warehouse; print(warehouse.connect(ROOT).sql(QUERY).fetchall())"``
   (a notebook's first cell).
@@ -33,7 +34,13 @@ sys.path.insert(0, str(HERE))
 from measure import _reap_orphans, run, say  # noqa: E402
 
 SAMPLES = HERE.parent / "samples"
-QUERY = "SELECT count(*) FROM responses"
+#: (label, the warehouse's query, plain DuckDB's over the root's files): a count, and a point query on a path field
+QUERIES = [
+    ("count", "SELECT count(*) FROM responses", "SELECT count(*) FROM '{root}/responses/*.parquet'"),
+    ("point query on prompt_id", "SELECT response FROM responses WHERE prompt_id = '1005'",
+     "SELECT r.response FROM '{root}/responses/*.parquet' AS r JOIN '{root}/path_fields/*.parquet' AS p "
+     "USING (source_path) WHERE p.prompt_id = '1005'"),
+]
 PLAIN = "import duckdb; print(duckdb.sql({sql!r}).fetchall())"
 CONNECT = "import warehouse; print(warehouse.connect({root!r}).sql({sql!r}).fetchall())"
 
@@ -64,17 +71,16 @@ def inference_root(files: int, base: Path, python: str, env: dict) -> Path:
     return ingested(src, base / f"inference-{files}-wh", python, env)
 
 
-def commands(root: Path, warehouses: list[tuple[str, str]]) -> list[tuple[str, list[str]]]:
-    glob = f"SELECT count(*) FROM '{root}/responses/*.parquet'"
-    out = [("duckdb over the files", [sys.executable, "-c", PLAIN.format(sql=glob)])]
+def commands(root: Path, warehouses: list[tuple[str, str]], query: str, plain: str) -> list[tuple[str, list[str]]]:
+    out = [("duckdb over the files", [sys.executable, "-c", PLAIN.format(sql=plain.format(root=root))])]
     for label, python in warehouses:
-        out.append((f"`warehouse sql` {label}", [python, "-m", "warehouse.cli", "sql", QUERY, "--root", str(root)]))
-        out.append((f"`connect` + query {label}", [python, "-c", CONNECT.format(root=str(root), sql=QUERY)]))
+        out.append((f"`warehouse sql` {label}", [python, "-m", "warehouse.cli", "sql", query, "--root", str(root)]))
+        out.append((f"`connect` + query {label}", [python, "-c", CONNECT.format(root=str(root), sql=query)]))
     return out
 
 
-def measure(root: Path, warehouses, runs: int, env: dict) -> list[tuple[str, float, float]]:
-    cmds = commands(root, warehouses)
+def measure(root: Path, warehouses, runs: int, env: dict, query: str, plain: str) -> list[tuple[str, float, float]]:
+    cmds = commands(root, warehouses, query, plain)
     cwd = str(root.parent)  # not a checkout: `-c` and `-m` put the working directory first on sys.path
     for label, cmd in cmds:  # untimed: bytecode written, files in the page cache
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd)
@@ -118,8 +124,10 @@ def main() -> None:
     roots = [("the bundled samples", ingested(SAMPLES, base / "samples-wh", warehouses[0][1], env)),
              (f"{args.files:,} inference files", inference_root(args.files, base, warehouses[0][1], env))]
     for name, root in roots:
-        say(f"{name}: {root}")
-        table(f"{name} (`{QUERY}`, median of {args.runs})", measure(root, warehouses, args.runs, env))
+        for label, query, plain in QUERIES:
+            say(f"{name}, {label}: {root}")
+            table(f"{name}, {label} (`{query}`, median of {args.runs})",
+                  measure(root, warehouses, args.runs, env, query, plain))
 
 
 if __name__ == "__main__":

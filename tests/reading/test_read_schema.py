@@ -33,7 +33,7 @@ PROBE = textwrap.dedent("""
     con = warehouse.connect(sys.argv[1])
     views = con.execute("SELECT schema_name, view_name, sql FROM duckdb_views() WHERE NOT internal ORDER BY 1, 2").fetchall()
     print(json.dumps({"answer": json.loads(out.getvalue()), "views": views,
-                      "imported": sorted(m for m in sys.modules if m in ("pyarrow", "numpy", "polars")
+                      "imported": sorted(m for m in sys.modules if m in ("pyarrow", "numpy", "polars", "deltalake")
                                          or m.startswith("warehouse.formats."))}))
 """)
 

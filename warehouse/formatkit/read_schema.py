@@ -24,22 +24,21 @@ import functools
 import hashlib
 import os
 import sys
-from dataclasses import dataclass
+from typing import NamedTuple
 
 #: what the cache file's layout is; a file of another is made again
 LAYOUT = 1
 
 
-@dataclass(frozen=True)
-class ReadTable:
+# (NamedTuples, not dataclasses: a cold process makes these classes, and a dataclass takes ten times as long)
+class ReadTable(NamedTuple):
     """A declared table as a reader needs it: its name and its columns, each (name, DuckDB type, JSON or not)."""
 
     name: str
     columns: tuple[tuple[str, str, bool], ...]
 
 
-@dataclass(frozen=True)
-class ReadSchema:
+class ReadSchema(NamedTuple):
     tables: tuple[ReadTable, ...]  # every declared table, the core's then the formats' (``declared.TABLES``)
     views: tuple[tuple[str, str], ...]  # (name, statement) of every view, in the order they are made
     path_fields_sql: str  # ``declared_views.path_fields_sql_hash()``

@@ -5,11 +5,13 @@ what to do (``damage_message``), and the error a query that met one raises (``da
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from warehouse.errors import DamagedTable
 from warehouse.formatkit.declared_views import PATH_FIELDS
-from warehouse.store import delta_damage
-from warehouse.store.delta_damage import Damage
+
+if TYPE_CHECKING:  # imported where a damage is told: a cold query on a sound root does without it
+    from warehouse.store.delta_damage import Damage
 
 #: how a damaged table's message reads, inside the error DuckDB raises for a query on its view
 _DAMAGED_IN_ERROR = re.compile(r"Invalid Input Error: (.*?: table (\w+) is damaged: .*)")
@@ -40,6 +42,8 @@ REREAD = "the next `warehouse ingest` into this root reads again the sources who
 
 def damage_message(root: str, d: Damage) -> str:
     """The one line for a damaged table: the table, the damage, the file, what to do."""
+    from warehouse.store import delta_damage
+
     if d.table == PATH_FIELDS:
         fix = "the views compute it from the catalog meanwhile, and the next `warehouse ingest` writes it again"
     elif d.kind in (delta_damage.CHECKPOINT, delta_damage.BEYOND):

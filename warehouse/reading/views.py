@@ -26,14 +26,15 @@ from warehouse.reading.damaged import damage_message
 from warehouse.reading.raw import ARROW_SCAN, create_raw_views, register_remote_files
 from warehouse.reading.statements import create_view, duckdb_errors
 from warehouse.reading.statements import quote as _quote
-from warehouse.store import delta, delta_damage
-from warehouse.store.delta_damage import Damage
+from warehouse.store import delta
 from warehouse.store.readable import pinned_files, read_existing_snapshot, readable_hint
 from warehouse.store.snapshots import SnapshotRecord
 from warehouse.store.storage import Store
 
 if TYPE_CHECKING:  # imported where a connection is made: every ingest imports this module, few need duckdb
     import duckdb
+
+    from warehouse.store.delta_damage import Damage  # (imported where a table is looked at for damage)
 
 def cursor(con: duckdb.DuckDBPyConnection, snapshot: "Snapshot") -> duckdb.DuckDBPyConnection:
     """A cursor of ``con`` (a connection of its own to the same database) that reads its views: Arrow
@@ -110,6 +111,8 @@ def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None, threads:
     damaged: dict[str, Damage] | None = {} if as_of is None else None
     opened: dict | None = {} if store.remote else None
     files = pinned_files(store, record, schemas, damaged, opened)
+    if as_of is not None or store.remote:
+        from warehouse.store import delta_damage  # (here: a cold query on a sound local root does without it)
     if as_of is not None:
         for name in files:
             made = delta_damage.made_after(store.table_uri(name), record.tables[name]["version"], record.number)
@@ -154,6 +157,8 @@ def _diagnose_view(store: Store, record: SnapshotRecord, opened: dict | None):
     """For ``create_raw_views``: the message for a table whose view DuckDB could not make."""
 
     def diagnose(name: str, error: BaseException) -> str:
+        from warehouse.store import delta_damage
+
         table = (opened or {}).get(name) or delta.open_table(store.table_uri(name), record.tables[name]["version"])
         found = delta_damage.data_damage(store.root, name, table, footers=True)
         if found is None:  # nothing wrong with its files after all: DuckDB's own reason

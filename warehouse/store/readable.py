@@ -11,7 +11,7 @@ from warehouse.errors import StorageError
 from warehouse.filesystems import FileSystems
 from warehouse.formatkit.declared_views import PATH_FIELDS
 from warehouse.formatkit.read_schema import read_schema
-from warehouse.store import delta, delta_damage
+from warehouse.store import delta
 from warehouse.store.snapshots import SnapshotRecord
 from warehouse.store.storage import Store
 
@@ -40,6 +40,8 @@ def pinned_files(store: Store, record: SnapshotRecord, schemas: dict | None = No
             if found_files is not None:
                 out[name] = found_files
                 continue
+        from warehouse.store import delta_damage  # (here: a cold query on a sound local root does without it)
+
         try:
             table = delta.open_table(store.table_uri(name), version)
             out[name], schema = delta.files_and_schema(table)
@@ -70,6 +72,8 @@ def readable_snapshots(store: Store, records: list[SnapshotRecord] | None = None
     there: `warehouse compact` deletes the files only older snapshots read. Each table's log is read
     forward once, and each file looked for once, however many snapshots pin it. A snapshot pinning a
     version of a table made again after it (its log lost: ``delta_damage.made_after``) is not readable either."""
+    from warehouse.store import delta_damage
+
     records = store.snapshots([]) if records is None else records
     pinned: dict[str, set[int]] = {}
     for record in records:
