@@ -76,7 +76,7 @@ def test_the_cached_schema_is_the_declarations(tmp_path, monkeypatch):
     assert ("extra", "JSON", True) in responses.columns
 
 
-def test_a_damaged_or_unwritable_cache_is_made_again(root, tmp_path):
+def test_a_damaged_unwritable_or_open_to_others_cache_is_made_again(root, tmp_path):
     cache = tmp_path / "cache"
     want = probe(root, cache)
     (written,) = cache.glob("read-schema-*.json")
@@ -84,6 +84,9 @@ def test_a_damaged_or_unwritable_cache_is_made_again(root, tmp_path):
     again = probe(root, cache)
     assert again["answer"] == want["answer"] and again["views"] == want["views"]
     assert json.loads(written.read_text())["layout"] == rs.LAYOUT  # written whole again
+    written.chmod(0o666)  # others could have changed it: not read, made again (written anew, as this user's only)
+    assert probe(root, cache)["imported"] != []
+    assert written.stat().st_mode & 0o022 == 0
     blocked = tmp_path / "not-a-folder"
     blocked.write_text("")  # the cache folder cannot be made: the schema is made on every open
     assert probe(root, blocked / "cache")["answer"] == want["answer"]

@@ -10,7 +10,8 @@ cached read schema is used while
   the installed formats' packages, and the files of ``sql/``;
 * every folder on ``sys.path`` (but the script's or working folder the interpreter puts first) has the
   mtime it had: installing, upgrading or removing a distribution adds or removes a folder in it;
-* the formats this process has listed, when it has, are those it was made with.
+* the formats this process has listed, when it has, are those it was made with;
+* the file is this user's, and writable by no one else (its views' SQL is run as it is).
 
 Otherwise it is made again from the declarations and written back. In a process that has loaded the
 declarations already (an ingest, the viewer), they are used directly. The cache is a file per
@@ -136,6 +137,14 @@ def _sources(formats: tuple[tuple[str, str], ...]) -> list[str]:
     return sorted(f for f in files if f)
 
 
+def _own(st: os.stat_result) -> bool:
+    """Whether a cache file is this user's and no one else's to write: its views' SQL is run as it is, so
+    one that another user could have put or changed (a shared ``$WAREHOUSE_CACHE_DIR``) is not read."""
+    if not hasattr(os, "getuid"):  # Windows: the user's own local app data folder
+        return True
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
 def _write(path: str, schema: ReadSchema) -> None:
     import orjson
 
@@ -151,7 +160,8 @@ def _write(path: str, schema: ReadSchema) -> None:
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(tmp, "wb") as f:
+        # (writable by this user alone whatever the umask: ``_own`` reads no other)
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), "wb") as f:
             f.write(orjson.dumps(doc))
         os.replace(tmp, path)  # whole or not at all: a reader never sees half a file
     except OSError:  # a read-only or full disk: the schema is made on every open, as before the cache
@@ -167,6 +177,8 @@ def _cached(path: str) -> ReadSchema | None:
 
     try:
         with open(path, "rb") as f:
+            if not _own(os.fstat(f.fileno())):
+                return None
             doc = orjson.loads(f.read())
         if doc["layout"] != LAYOUT or [d for d, _ in doc["search_path"]] != _search_path():
             return None
