@@ -137,7 +137,7 @@ def _sources(formats: tuple[tuple[str, str], ...]) -> list[str]:
     return sorted(f for f in files if f)
 
 
-def _own(st: os.stat_result) -> bool:
+def owned(st: os.stat_result) -> bool:
     """Whether a cache file is this user's and no one else's to write: its views' SQL is run as it is, so
     one that another user could have put or changed (a shared ``$WAREHOUSE_CACHE_DIR``) is not read."""
     if not hasattr(os, "getuid"):  # Windows: the user's own local app data folder
@@ -160,7 +160,7 @@ def _write(path: str, schema: ReadSchema) -> None:
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        # (writable by this user alone whatever the umask: ``_own`` reads no other)
+        # (writable by this user alone whatever the umask: ``owned`` reads no other)
         with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), "wb") as f:
             f.write(orjson.dumps(doc))
         os.replace(tmp, path)  # whole or not at all: a reader never sees half a file
@@ -177,7 +177,7 @@ def _cached(path: str) -> ReadSchema | None:
 
     try:
         with open(path, "rb") as f:
-            if not _own(os.fstat(f.fileno())):
+            if not owned(os.fstat(f.fileno())):
                 return None
             doc = orjson.loads(f.read())
         if doc["layout"] != LAYOUT or [d for d, _ in doc["search_path"]] != _search_path():

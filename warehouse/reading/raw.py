@@ -43,19 +43,16 @@ def create_raw_views(con: duckdb.DuckDBPyConnection, schema: ReadSchema, files: 
     saying what is wrong and what to do; ``diagnose(table, error)`` gives one for a view DuckDB cannot
     make, when it reads the files' footers) fails with that message when a query reads it: a connection
     opens on a warehouse with a damaged table, and everything that does not read that table works."""
-    con.execute("CREATE SCHEMA IF NOT EXISTS raw")
     damaged = damaged if damaged is not None else {}
-    footers_read = _footers_readable(con, [f for name, fs in files.items() if name not in damaged for f in fs])
+    footers_read = footers_readable(con, [f for name, fs in files.items() if name not in damaged for f in fs])
     for table in schema.tables:
-        pinned = record.tables.get(table.name) or {}
-        present = set(pinned.get("columns", ()))
         create = f"CREATE OR REPLACE VIEW raw.{table.name} AS "
         if table.name not in damaged:
             if footers_read or not files.get(table.name):  # nothing damaged to find by binding it now
-                create_view(con, create + raw_select(table, files.get(table.name, []), present))
+                create_view(con, raw_statement(table, files, record))
                 continue
             try:  # bound now: DuckDB reads the files' footers, and the one it cannot read is named
-                con.execute(create + raw_select(table, files[table.name], present))
+                con.execute(raw_statement(table, files, record))
                 continue
             except duckdb_errors() as e:  # a data file missing, or not Parquet
                 if diagnose is None:
@@ -64,7 +61,14 @@ def create_raw_views(con: duckdb.DuckDBPyConnection, schema: ReadSchema, files: 
         create_view(con, create + failing_select(table, damaged[table.name]))
 
 
-def _footers_readable(con: duckdb.DuckDBPyConnection, files: list[str]) -> bool:
+def raw_statement(table: ReadTable, files: dict[str, list[str]], record: SnapshotRecord) -> str:
+    """The statement that makes ``raw.<table>`` over its pinned ``files`` (table -> files), with the columns
+    ``record`` says its files have."""
+    present = set((record.tables.get(table.name) or {}).get("columns", ()))
+    return f"CREATE OR REPLACE VIEW raw.{table.name} AS " + raw_select(table, files.get(table.name, []), present)
+
+
+def footers_readable(con: duckdb.DuckDBPyConnection, files: list[str]) -> bool:
     """Whether DuckDB reads the footer of every one of the local Parquet ``files``, in one query: what binding
     each table's view would read of them (False: some file is missing or is no Parquet file, and the views
     are bound one by one to say which table; a remote root's tables are Arrow datasets, bound as before)."""

@@ -23,9 +23,10 @@ from warehouse.filesystems import FileSystems
 from warehouse.formatkit.declared_views import PATH_FIELDS
 from warehouse.formatkit.read_schema import ReadSchema, read_schema
 from warehouse.reading.damaged import damage_message
-from warehouse.reading.raw import ARROW_SCAN, create_raw_views, register_remote_files
+from warehouse.reading.raw import ARROW_SCAN, create_raw_views, footers_readable, raw_statement, register_remote_files
 from warehouse.reading.statements import create_view, duckdb_errors
 from warehouse.reading.statements import quote as _quote
+from warehouse.reading.view_cache import make_views
 from warehouse.store import delta
 from warehouse.store.readable import pinned_files, read_existing_snapshot, readable_hint
 from warehouse.store.snapshots import SnapshotRecord
@@ -54,15 +55,26 @@ def apply_sql_views(con: duckdb.DuckDBPyConnection, schema: ReadSchema, path_fie
             continue
         if name == PATH_FIELDS and path_fields_files:
             try:
-                con.execute(
-                    "CREATE OR REPLACE VIEW path_fields AS SELECT * FROM read_parquet(["
-                    + ", ".join(_quote(f) for f in path_fields_files)
-                    + "])"
-                )
+                con.execute(path_fields_view(path_fields_files))
                 continue
             except duckdb_errors():  # its file damaged: the same rows from the catalog, by the SQL that made them
                 pass
         create_view(con, statement)
+
+
+def path_fields_view(files: list[str]) -> str:
+    """The statement of the view ``path_fields`` over its materialised ``files``."""
+    return f"CREATE OR REPLACE VIEW path_fields AS SELECT * FROM read_parquet([{', '.join(_quote(f) for f in files)}])"
+
+
+def sound_statements(schema: ReadSchema, files: dict[str, list[str]], record: SnapshotRecord,
+                     path_fields_files: list[str] | None) -> list[str]:
+    """Every view's statement, in the order they are made, for a local snapshot with nothing damaged
+    (``create_raw_views`` and ``apply_sql_views`` make the same when nothing is)."""
+    out = [raw_statement(table, files, record) for table in schema.tables]
+    for name, statement in schema.views:
+        out.append(path_fields_view(path_fields_files) if name == PATH_FIELDS and path_fields_files else statement)
+    return out
 
 
 #: A filter on path-derived fields (experiment, prompt_set, ...) selects source paths in
@@ -146,10 +158,15 @@ def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None, threads:
     datasets: dict = {}
     if store.remote:
         files, datasets = register_remote_files(con, files, schemas, store.filesystems)
-    create_raw_views(con, schema, files, record, messages,
-                     None if damaged is None else _diagnose_view(store, record, opened))
+    con.execute("CREATE SCHEMA IF NOT EXISTS raw")
     fresh = record.path_fields_sql == schema.path_fields_sql
-    apply_sql_views(con, schema, files.get(PATH_FIELDS) if fresh and PATH_FIELDS not in messages else None)
+    path_fields_files = files.get(PATH_FIELDS) if fresh and PATH_FIELDS not in messages else None
+    if not store.remote and not messages and footers_readable(con, list(every)):  # the usual case: nothing damaged
+        make_views(con, sound_statements(schema, files, record, path_fields_files))
+    else:
+        create_raw_views(con, schema, files, record, messages,
+                         None if damaged is None else _diagnose_view(store, record, opened))
+        apply_sql_views(con, schema, path_fields_files)
     return con, Snapshot(str(store.root), record.number, record.run_id, every, datasets, messages, store.filesystems)
 
 
