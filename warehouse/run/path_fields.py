@@ -38,9 +38,12 @@ class PathFieldsAhead:
     def __init__(self, paths: set[str]):
         import threading
 
-        # its own connection, made by the thread (importing duckdb is ~0.15 s the batches need not wait for):
-        # the thread is the only one using it until write/close
-        self._con = None
+        import duckdb
+
+        # its own connection, made here: the thread is the only one using it until write/close. (Made by the
+        # thread instead, to spare the first batch the import, a full test run once died of a segmentation
+        # fault inside that connect while the main thread started the pool's processes.)
+        self._con = duckdb.connect(":memory:")
         self._error: BaseException | None = None
         self._closing = threading.Event()
         # the statement resolved here: the formats are loaded by this thread, not beside the batches
@@ -52,9 +55,7 @@ class PathFieldsAhead:
         import pyarrow as pa
 
         try:
-            import duckdb
-
-            con = self._con = duckdb.connect(":memory:")
+            con = self._con
             con.execute("SET threads = 1")  # beside the batches: one core at most
             con.execute("CREATE SCHEMA raw")
             con.register("known_paths", pa.table({"source_path": pa.array(paths, pa.string())}))
@@ -92,8 +93,6 @@ class PathFieldsAhead:
         run ends: a run stopped by Ctrl-C, --strict or an error does not wait for rows nobody will read."""
         self._closing.set()
         while self._thread.is_alive():
-            if self._con is not None:  # (made by the thread, once duckdb is imported)
-                self._con.interrupt()  # DuckDB's way to stop a query from another thread; again until it has
+            self._con.interrupt()  # DuckDB's way to stop a query from another thread; again until it has
             self._thread.join(0.05)  # (an interrupt before the query starts is forgotten when it starts)
-        if self._con is not None:
-            self._con.close()
+        self._con.close()
