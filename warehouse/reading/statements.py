@@ -47,6 +47,11 @@ def create_view(con: duckdb.DuckDBPyConnection, statement: str) -> None:
     con.execute(statement)
 
 
+def binds_when_made() -> bool:
+    """Whether this DuckDB has been found not to take ``WITH (DEFER_BINDING)``: its views are bound as made."""
+    return _can_defer is False
+
+
 def duckdb_errors():
     import duckdb
 

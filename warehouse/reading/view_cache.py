@@ -21,7 +21,7 @@ import os
 from typing import TYPE_CHECKING
 
 from warehouse.formatkit.read_schema import cache_dir, owned
-from warehouse.reading.statements import create_view, duckdb_errors, quote
+from warehouse.reading.statements import binds_when_made, create_view, duckdb_errors, quote
 
 if TYPE_CHECKING:
     import duckdb
@@ -37,11 +37,14 @@ def make_views(con: duckdb.DuckDBPyConnection, statements: list[str]) -> None:
     """Run ``statements`` (each a CREATE VIEW, in order) on ``con``: copied from their file when there is one,
     else run one by one, and their file written for the next connection."""
     path = view_file(statements)
-    if _copied(con, path):
+    if binds_when_made():  # a DuckDB without DEFER_BINDING: its views are bound as they are made, so made here
+        path = None
+    elif _copied(con, path):
         return
     for statement in statements:
         create_view(con, statement)
-    _write(path, statements)
+    if path is not None:
+        _write(path, statements)
 
 
 def view_file(statements: list[str]) -> str:
