@@ -70,6 +70,7 @@ def token_values(con) -> None:
     rid = con.execute("SELECT response_id FROM responses").fetchone()[0]
     rows = [(rid, "response", i, f"cat/trait{v}", 10 + v, "probe", ((i * 7 + v * 13) % 50) / 25 - 1)
             for v in range(VECTORS) for i in range(TOKENS)]
+    con.execute("DROP VIEW IF EXISTS token_values")  # (the warehouse's own view of them: these stand in its place)
     con.execute("CREATE TABLE token_values (response_id VARCHAR, segment VARCHAR, token_index INTEGER, trait VARCHAR, "
                 "layer INTEGER, method VARCHAR, value DOUBLE)")
     con.executemany("INSERT INTO token_values VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
