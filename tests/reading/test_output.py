@@ -200,6 +200,20 @@ def test_a_query_ending_in_semicolons_and_comments_prints_in_every_format(sample
     assert run(samples_wh.root, capsys, q, "--format", fmt) == want
 
 
+@pytest.mark.parametrize("fmt", ["table", "csv", "json", "jsonl"])
+def test_a_query_with_parameters_prints_in_every_format(samples_wh, fmt):
+    """The rows are made by a statement around the query's own, run with the query's parameter values."""
+    def printed(query, params):
+        out = io.StringIO()
+        warehouse.sql(samples_wh.root, query, params, output_format=fmt, out=out)
+        return out.getvalue()
+
+    want = printed("SELECT 3 AS n, 'x''y' AS s", None)
+    assert printed("SELECT ? AS n, ? AS s", [3, "x'y"]) == want
+    assert printed("SELECT $n AS n, $s AS s -- named", {"n": 3, "s": "x'y"}) == want
+    assert "3" in want and "x'y" in want
+
+
 @pytest.mark.parametrize("fmt,empty", [("json", "[]\n"), ("jsonl", ""), ("table", "n\n-\n(0 rows)\n")])
 def test_an_empty_result(samples_wh, capsys, fmt, empty):
     assert run(samples_wh.root, capsys, "SELECT 1 AS n WHERE false", "--format", fmt) == empty

@@ -157,18 +157,24 @@ def _write(path: str, schema: ReadSchema) -> None:
         "path_fields_sql": schema.path_fields_sql,
         "formats": [list(f) for f in schema.formats],
     }
-    tmp = f"{path}.{os.getpid()}.tmp"
+    import tempfile
+
+    tmp = None
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        # (writable by this user alone whatever the umask: ``owned`` reads no other)
-        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), "wb") as f:
+        # a new file no one else can have put or write (a shared cache folder could hold anything at a name
+        # known in advance; ``owned`` reads no other), moved into place whole: a reader never sees half a file
+        fd, tmp = tempfile.mkstemp(prefix=".read-schema-", dir=os.path.dirname(path))
+        with os.fdopen(fd, "wb") as f:
             f.write(orjson.dumps(doc))
-        os.replace(tmp, path)  # whole or not at all: a reader never sees half a file
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
     except OSError:  # a read-only or full disk: the schema is made on every open, as before the cache
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
 
 
 def _cached(path: str) -> ReadSchema | None:

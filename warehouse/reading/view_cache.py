@@ -82,11 +82,18 @@ def _copied(con: duckdb.DuckDBPyConnection, path: str) -> bool:
 
 def _write(path: str, statements: list[str]) -> None:
     """The file of ``statements``, whole or not at all; not being able to write it is not an error."""
+    import shutil
+    import tempfile
+
     import duckdb
 
-    tmp = f"{path}.{os.getpid()}.tmp"
+    folder = None
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
+        # made in a folder of its own that no one else can enter (a shared cache folder could hold anything at a
+        # name known in advance), then moved into place whole
+        folder = tempfile.mkdtemp(prefix=".views-", dir=os.path.dirname(path))
+        tmp = os.path.join(folder, "views.duckdb")
         made = duckdb.connect(tmp)
         try:
             made.execute("CREATE SCHEMA raw")
@@ -97,12 +104,10 @@ def _write(path: str, statements: list[str]) -> None:
         os.chmod(tmp, 0o644)  # this user's alone to write, whatever the umask (``owned``)
         os.replace(tmp, path)
     except (OSError, duckdb.Error):
-        for leftover in (tmp, f"{tmp}.wal"):
-            try:
-                os.unlink(leftover)
-            except OSError:
-                pass
         return
+    finally:
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
     _prune(os.path.dirname(path))
 
 
