@@ -63,12 +63,14 @@ def test_a_second_connection_copies_the_views_the_statements_made(root, statemen
     assert "responses" in {r[0] for r in con.execute("SHOW TABLES").fetchall()}
 
 
-@pytest.mark.parametrize("spoil", ["open to others", "not a database"])
+@pytest.mark.parametrize("spoil", ["open to others", "its folder open to others", "not a database"])
 def test_a_file_that_cannot_be_trusted_or_used_is_passed_over(root, statements_run, tmp_path, spoil):
     want, _ = opened(root)
     (path,) = (tmp_path / "cache").glob("views-*.duckdb")
     if spoil == "open to others":
         path.chmod(0o666)
+    elif spoil == "its folder open to others":  # another user could swap the file for one of theirs
+        path.parent.chmod(0o777)
     else:
         path.write_bytes(b"not a database at all" * 100)
         path.chmod(0o644)

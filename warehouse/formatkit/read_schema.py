@@ -11,7 +11,7 @@ cached read schema is used while
 * every folder on ``sys.path`` (but the script's or working folder the interpreter puts first) has the
   mtime it had: installing, upgrading or removing a distribution adds or removes a folder in it;
 * the formats this process has listed, when it has, are those it was made with;
-* the file is this user's, and writable by no one else (its views' SQL is run as it is).
+* the file and its folder are this user's, and writable by no one else (its views' SQL is run as it is).
 
 Otherwise it is made again from the declarations and written back. In a process that has loaded the
 declarations already (an ingest, the viewer), they are used directly. The cache is a file per
@@ -137,12 +137,22 @@ def _sources(formats: tuple[tuple[str, str], ...]) -> list[str]:
     return sorted(f for f in files if f)
 
 
-def owned(st: os.stat_result) -> bool:
-    """Whether a cache file is this user's and no one else's to write: its views' SQL is run as it is, so
-    one that another user could have put or changed (a shared ``$WAREHOUSE_CACHE_DIR``) is not read."""
+def owned(path: str, st: os.stat_result | None = None) -> bool:
+    """Whether the cache file at ``path`` (``st``: its stat, when open) and its folder are this user's and no one
+    else's to write: its views' SQL is run as it is, so a file another user could have put, changed or swapped
+    (a shared ``$WAREHOUSE_CACHE_DIR``) is not read."""
     if not hasattr(os, "getuid"):  # Windows: the user's own local app data folder
         return True
-    return st.st_uid == os.getuid() and not st.st_mode & 0o022
+    try:
+        both = (st or os.stat(path), os.stat(os.path.dirname(path)))
+    except OSError:
+        return False
+    return all(s.st_uid == os.getuid() and not s.st_mode & 0o022 for s in both)
+
+
+def make_cache_dir(path: str) -> None:
+    """The folder of the cache file ``path``, made this user's alone (``owned``)."""
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
 
 
 def _write(path: str, schema: ReadSchema) -> None:
@@ -161,7 +171,7 @@ def _write(path: str, schema: ReadSchema) -> None:
 
     tmp = None
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        make_cache_dir(path)
         # a new file no one else can have put or write (a shared cache folder could hold anything at a name
         # known in advance; ``owned`` reads no other), moved into place whole: a reader never sees half a file
         fd, tmp = tempfile.mkstemp(prefix=".read-schema-", dir=os.path.dirname(path))
@@ -183,7 +193,7 @@ def _cached(path: str) -> ReadSchema | None:
 
     try:
         with open(path, "rb") as f:
-            if not owned(os.fstat(f.fileno())):
+            if not owned(path, os.fstat(f.fileno())):
                 return None
             doc = orjson.loads(f.read())
         if doc["layout"] != LAYOUT or [d for d, _ in doc["search_path"]] != _search_path():

@@ -9,7 +9,7 @@ made (not bound: a view is bound when a query reads it).
 The file is named by a digest of the statements themselves (and the DuckDB version that wrote it), so
 it holds exactly the views those statements make: a snapshot, a read schema or a DuckDB of its own gets
 its own file. It is used only for a local snapshot in which nothing is damaged (``views.open_snapshot``);
-a file that cannot be read, is not this user's or is open to others' writes is passed over, and the
+a file that cannot be read, is not this user's, or is open to others' writes (it or its folder) is passed over, and the
 statements are run. The files live beside the read schema's (``read_schema.cache_dir``), the most
 recently used ``KEEP`` of them kept.
 """
@@ -20,7 +20,7 @@ import hashlib
 import os
 from typing import TYPE_CHECKING
 
-from warehouse.formatkit.read_schema import cache_dir, owned
+from warehouse.formatkit.read_schema import cache_dir, make_cache_dir, owned
 from warehouse.reading.statements import binds_when_made, create_view, duckdb_errors, quote
 
 if TYPE_CHECKING:
@@ -57,11 +57,7 @@ def view_file(statements: list[str]) -> str:
 def _copied(con: duckdb.DuckDBPyConnection, path: str) -> bool:
     """Whether the views of the file at ``path`` are now ``con``'s (False: there is no such file, or it cannot
     be used; what a copy cut short made, the statements then make again, each creating or replacing its view)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return False
-    if not owned(st):
+    if not owned(path):  # (nor is there one)
         return False
     try:
         con.execute(f"ATTACH {quote(path)} AS {ATTACHED} (READ_ONLY)")
@@ -89,7 +85,7 @@ def _write(path: str, statements: list[str]) -> None:
 
     folder = None
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        make_cache_dir(path)
         # made in a folder of its own that no one else can enter (a shared cache folder could hold anything at a
         # name known in advance), then moved into place whole
         folder = tempfile.mkdtemp(prefix=".views-", dir=os.path.dirname(path))
