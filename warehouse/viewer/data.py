@@ -8,8 +8,9 @@ and its settings are locked). Every request reads on a cursor of its own (thread
 **The list.** Sorting a million responses by a score and then fetching their texts from Parquet costs
 seconds: a row in the middle of a row group is reached only by decompressing the pages before it. So
 the selection's list is made once, when the reader opens: one in-memory table (``_viewer_list``) of
-the columns the list shows and sorts by, with short previews of the texts. Every page is then a sort
-of that table with LIMIT/OFFSET (paging and its count stay cheap on millions of rows).
+the columns the list shows and sorts by. Every page is then a sort of that table with LIMIT/OFFSET
+(paging and its count stay cheap on millions of rows). The columns made from the texts (short
+previews, lengths) are made apart, after the first page (``texts.Texts``).
 
 **Per-token values.** When the connection has a relation ``token_values`` (the warehouse's view;
 docs/tables.md) with rows for a response, its page draws them: a heatmap of each vector's values
@@ -34,6 +35,7 @@ import duckdb
 
 from warehouse.access import StorageOptions
 from warehouse.errors import NotFound, QueryError, UsageError
+from warehouse.viewer.texts import TEXTS, Texts
 
 #: the table of the selection's list (in the connection's in-memory database, seen by every cursor)
 LIST = "_viewer_list"
@@ -49,20 +51,29 @@ TOKEN_VALUE_OPTIONAL = ("component", "vector_index", "normalized", "norm", "alig
 
 @dataclass(frozen=True)
 class Column:
-    """A column of the list: its name in ``_viewer_list``, its heading, the SQL that makes it from the
-    responses ``r`` and their grades ``g``, and what it sorts by."""
+    """A column of the list: its name, its heading, what ``_viewer_list`` keeps of it (SQL over the
+    responses ``r`` and their grades ``g``; None: nothing of its own), how a page shows it (SQL over
+    the list's columns; default: the kept column) and what it sorts by (the same)."""
 
     name: str
     heading: str
-    sql: str
-    sort: str | None = None  # default: the column itself
+    sql: str | None
+    shown: str | None = None
+    sort: tuple[str, ...] | None = None
     numeric: bool = False
+    text_of: str | None = None  # made from this text of ``r`` (``texts.Texts``), not kept in ``_viewer_list``
 
     @property
-    def key(self) -> str:
-        return self.sort or self.name
+    def keys(self) -> tuple[str, ...]:
+        return self.sort or (f"{'t' if self.text_of else 'l'}.{self.name}",)
+
+    @property
+    def select(self) -> str:
+        return f"{self.shown or ('t' if self.text_of else 'l') + '.' + self.name} AS {self.name}"
 
 
+# The list keeps values as they are (a layer's list, a source's path and place): showing them as text takes
+# a page 50 rows, where making every row's text took a large part of opening the viewer (bench/README.md).
 #: the columns people sort and filter by; a column with no value in the selection is not shown
 COLUMNS = (
     Column("response_id", "response", "r.response_id"),
@@ -74,30 +85,33 @@ COLUMNS = (
     Column("prompt_id", "prompt id", "r.prompt_id"),
     Column("trait", "trait", "r.trait"),
     Column("run_kind", "run", "r.run_kind"),
-    Column("layer", "layer", "array_to_string(r.layers, ',')", sort="layer_key", numeric=True),
-    Column("coefficient", "coef", "array_to_string(r.coefficients, ',')", sort="coefficient_key", numeric=True),
+    Column("layer", "layer", "r.layers", shown="array_to_string(l.layer, ',')", sort=("l.layer[1]",), numeric=True),
+    Column("coefficient", "coef", "r.coefficients", shown="array_to_string(l.coefficient, ',')",
+           sort=("l.coefficient[1]",), numeric=True),
     Column("trait_score", "trait score", "r.trait_score", numeric=True),
     Column("coherence_score", "coherence", "r.coherence_score", numeric=True),
-    Column("grade", "grade", "g.overall_grade", sort="grade_rank"),
+    Column("grade", "grade", "g.overall_grade", sort=("l.grade_rank",)),
     Column("final_score", "final score", "g.final_score", numeric=True),
-    Column("prompt_preview", "prompt", f"left(r.prompt, {PREVIEW})", sort="prompt_chars"),
-    Column("response_preview", "response text", f"left(r.response, {PREVIEW})", sort="response_chars"),
-    Column("response_chars", "chars", "length(r.response)", numeric=True),
-    Column("source", "source", "r.source_path || coalesce(':' || nullif(r.source_locator, ''), '')",
-           sort="source_key"),
+    Column("prompt_preview", "prompt", f"left(r.prompt, {PREVIEW})", sort=("t.prompt_chars",), text_of="prompt"),
+    Column("response_preview", "response text", f"left(r.response, {PREVIEW})", sort=("t.response_chars",),
+           text_of="response"),
+    Column("response_chars", "chars", "length(r.response)", numeric=True, text_of="response"),
+    Column("source", "source", None, shown="l.source_path || coalesce(':' || nullif(l.source_locator, ''), '')",
+           sort=("l.source_path", "l.source_locator")),
 )
 BY_NAME = {c.name: c for c in COLUMNS}
-#: what the list is made of besides its shown columns: sort keys and the pairing keys of compare
+#: what the list keeps besides its columns: sort keys and the pairing keys of compare
 HIDDEN = {
     "record_id": "r.record_id",
-    "layer_key": "r.layers[1]",
-    "coefficient_key": "r.coefficients[1]",
     "grade_rank": "g.grade_rank",
-    "prompt_chars": "length(r.prompt)",
-    "prompt_key": "hash(r.prompt)",
-    "source_key": "(r.source_path, r.source_locator)",
     "source_path": "r.source_path",
+    "source_locator": "r.source_locator",
 }
+#: the order of responses tied on a sort, and the default order: where they were read (over ``l``, the list)
+SOURCE_ORDER = "l.source_path, l.source_locator, l.response_id"
+#: the columns made from the texts, by name: ``_viewer_texts`` (``texts.Texts``)
+TEXT_COLUMNS = {**{c.name: c.sql for c in COLUMNS if c.text_of}, "prompt_chars": "length(r.prompt)",
+                "prompt_key": "hash(r.prompt)"}
 #: the default order: where the responses were read
 DEFAULT_SORT = "source"
 
@@ -126,6 +140,8 @@ class Reader:
         interrupt.register(self.con)  # Ctrl-C stops the list being made (under the command's guard)
         self._cursors: set = set()
         self._lock = threading.Lock()
+        self.texts = Texts(self.cursor, self.interrupt, TEXT_COLUMNS,
+                           "" if self.where is None else f"WHERE r.response_id IN (SELECT response_id FROM {LIST})")
         try:
             if setup is not None:
                 setup(self.con)
@@ -172,6 +188,7 @@ class Reader:
                 pass
 
     def close(self) -> None:
+        self.texts.stop()
         self.interrupt()
         self.con.close()
 
@@ -179,7 +196,8 @@ class Reader:
 
     def _make_list(self) -> None:
         chosen = "" if self.where is None else f"WHERE r.response_id IN (SELECT response_id FROM ({self.selection}))"
-        columns = [f"{c.sql} AS {c.name}" for c in COLUMNS] + [f"{sql} AS {name}" for name, sql in HIDDEN.items()]
+        columns = [f"{c.sql} AS {c.name}" for c in COLUMNS if c.sql and not c.text_of] + [
+            f"{sql} AS {name}" for name, sql in HIDDEN.items()]
         try:
             self.con.execute(
                 f"CREATE TABLE {LIST} AS SELECT {', '.join(columns)} "
@@ -193,8 +211,17 @@ class Reader:
                              f"{columns_hint(self.con, 'responses')}") from None
 
     def _shown_columns(self) -> list[Column]:
-        counts = self.con.execute(f"SELECT {', '.join(f'count({c.name})' for c in COLUMNS)} FROM {LIST}").fetchall()[0]
-        return [c for c, n in zip(COLUMNS, counts) if n or c.name in ("response_id", "response_preview")]
+        listed = [c for c in COLUMNS if c.sql and not c.text_of]
+        counts = self.con.execute(f"SELECT {', '.join(f'count({c.name})' for c in listed)} FROM {LIST}").fetchall()[0]
+        have = {c.name for c, n in zip(listed, counts) if n}
+        # a text column is shown when one text of the selection is there (found without reading every text)
+        chosen = "" if self.where is None else f"AND r.response_id IN (SELECT response_id FROM {LIST})"
+        texts = sorted({c.text_of for c in COLUMNS if c.text_of})
+        found = self.con.execute("SELECT " + ", ".join(
+            f"EXISTS (SELECT 1 FROM responses AS r WHERE r.{t} IS NOT NULL {chosen})" for t in texts)).fetchall()[0]
+        have |= {c.name for c in COLUMNS if c.text_of and dict(zip(texts, found))[c.text_of]}
+        # (a column kept by nothing of its own is shown from kept columns that always have a value)
+        return [c for c in COLUMNS if c.name in have or not c.sql or c.name in ("response_id", "response_preview")]
 
     def page(self, sort: str | None = None, descending: bool = False, page: int = 1,
              size: int | None = PAGE) -> dict[str, Any]:
@@ -202,22 +229,40 @@ class Reader:
         sort = sort or DEFAULT_SORT
         if sort not in BY_NAME:
             raise UsageError(f"sort by {sort!r}: not a column of the list; choose one of: {', '.join(BY_NAME)}")
-        key = BY_NAME[sort].key
-        order = f"{key} {'DESC' if descending else 'ASC'} NULLS LAST, source_key, response_id"
+        column = BY_NAME[sort]
+        direction = "DESC" if descending else "ASC"
+        order = ", ".join([*(f"{k} {direction} NULLS LAST" for k in column.keys), SOURCE_ORDER])
         pages = max(1, -(-self.total // size)) if size else 1
         page = min(max(1, page), pages)
         limit = f"LIMIT {size} OFFSET {(page - 1) * size}" if size else ""
         names = [c.name for c in self.columns]
+        listed = ", ".join(c.select for c in self.columns if not c.text_of)
+        shown = ", ".join(c.select for c in self.columns)
+        by_text = column.text_of is not None or any(k.startswith("t.") for k in column.keys)
+        if by_text or self.texts.started:
+            self.texts.wait()
         with self.cursor() as c:
-            rel = c.execute(f"SELECT {', '.join(names)} FROM {LIST} ORDER BY {order} {limit}")
-            rows = [dict(zip(names, r)) for r in rel.fetchall()]
+            if by_text:  # the page's texts, then their rows (ties broken by t.n, the place in SOURCE_ORDER)
+                order = ", ".join([*(f"{k} {direction} NULLS LAST" for k in column.keys), "t.n"])
+                rel = c.execute(f"SELECT {shown} FROM (SELECT * FROM {TEXTS} AS t ORDER BY {order} {limit}) AS t "
+                                f"JOIN {LIST} AS l USING (response_id) ORDER BY {order}")
+            elif self.texts.ready():  # the page's rows, then their texts
+                rel = c.execute(f"SELECT {shown} FROM (SELECT * FROM {LIST} AS l ORDER BY {order} {limit}) AS l "
+                                f"LEFT JOIN {TEXTS} AS t USING (response_id) ORDER BY {order}")
+            else:  # the first page answered, before the texts' table is made: it reads its own rows' texts
+                rel = c.execute(f"SELECT {listed}, l.source_path AS _source_path FROM {LIST} AS l ORDER BY {order} {limit}")
+            rows = _dicts(rel)
+            if not self.texts.ready():
+                self.texts.of(c, rows, [n for n in names if n in TEXT_COLUMNS])
+                rows = [{n: r[n] for n in names} for r in rows]
+        self.texts.start()  # (made while this page is read)
         return {"rows": rows, "sort": sort, "descending": descending, "page": page, "pages": pages,
                 "total": self.total, "first": (page - 1) * (size or 0) + 1}
 
     def ids(self, limit: int | None = None) -> list[str]:
         """The selection's response ids in the list's default order (``--out`` writes these)."""
         with self.cursor() as c:
-            sql = f"SELECT response_id FROM {LIST} ORDER BY source_key, response_id"
+            sql = f"SELECT l.response_id FROM {LIST} AS l ORDER BY {SOURCE_ORDER}"
             return [r[0] for r in c.execute(sql + (f" LIMIT {int(limit)}" if limit is not None else "")).fetchall()]
 
     # --- one response ---------------------------------------------------------------------------------
@@ -269,8 +314,8 @@ class Reader:
                             if record_of[i] == r.get("record_id"):
                                 out[i]["related"][table].append(r)
             for rid, record in c.execute(
-                    f"SELECT response_id, record_id FROM {LIST} WHERE record_id IN (SELECT unnest($records)) "
-                    "ORDER BY source_key, response_id", {"records": records}).fetchall():
+                    f"SELECT l.response_id, l.record_id FROM {LIST} AS l WHERE l.record_id IN (SELECT unnest($records)) "
+                    f"ORDER BY {SOURCE_ORDER}", {"records": records}).fetchall():
                 for i in ids:
                     if record_of[i] == record and rid != i:
                         out[i]["candidates"].append(rid)
@@ -301,14 +346,21 @@ class Reader:
         if by not in PAIRINGS:
             raise UsageError(f"pair by {by!r}: choose one of: {', '.join(PAIRINGS)}")
         keys = PAIRINGS[by][1]
+        listed = [k for k in keys if k not in TEXT_COLUMNS]
+        texts = [k for k in keys if k in TEXT_COLUMNS]
+        match = [f"l.{k} IS NOT DISTINCT FROM me.{k}" for k in listed]
+        if texts:  # the same texts: found in their table, then listed
+            self.texts.wait()
+            same = " AND ".join(f"t.{k} IS NOT DISTINCT FROM tm.{k}" for k in texts)
+            match.append(f"l.response_id IN (SELECT t.response_id FROM {TEXTS} AS t, "
+                         f"(SELECT * FROM {TEXTS} WHERE response_id = $id) AS tm WHERE {same})")
         with self.cursor() as c:
             if not c.execute(f"SELECT 1 FROM {LIST} WHERE response_id = ?", [response_id]).fetchall():
                 raise NotFound(f"no response {response_id!r} in this selection")
-            match = " AND ".join(f"l.{k} IS NOT DISTINCT FROM me.{k}" for k in keys)
             rows = c.execute(
                 f"SELECT l.response_id FROM {LIST} AS l, (SELECT * FROM {LIST} WHERE response_id = $id) AS me "
-                f"WHERE {match} ORDER BY l.response_id <> $id, l.model, l.model_variant, l.run_kind, l.layer_key, "
-                f"l.coefficient_key, l.source_key LIMIT {COMPARE_MAX}", {"id": response_id}).fetchall()
+                f"WHERE {' AND '.join(match)} ORDER BY l.response_id <> $id, l.model, l.model_variant, l.run_kind, l.layer[1], "
+                f"l.coefficient[1], {SOURCE_ORDER} LIMIT {COMPARE_MAX}", {"id": response_id}).fetchall()
         return [r[0] for r in rows]
 
     def scores(self, ids: list[str]) -> dict[str, dict[str, float | str | None]]:
@@ -339,9 +391,11 @@ class Reader:
         each response with its text."""
         with self.cursor() as c:
             ids = [r[0] for r in c.execute(
-                f"SELECT DISTINCT a.response_id, l.source_key FROM annotations a JOIN {LIST} l USING (response_id) "
+                f"SELECT DISTINCT a.response_id, l.source_path, l.source_locator FROM annotations a "
+                f"JOIN {LIST} l USING (response_id) "
                 f"WHERE a.category = $category AND a.char_start IS NOT NULL {_within(within, 'a.response_id')} "
-                "ORDER BY l.source_key, a.response_id", {"category": category, **_ids(within)}).fetchall()]
+                "ORDER BY l.source_path, l.source_locator, a.response_id",
+                {"category": category, **_ids(within)}).fetchall()]
             if not ids:
                 raise NotFound(f"no span of category {category!r} in this selection")
             pages = max(1, -(-len(ids) // size)) if size else 1
