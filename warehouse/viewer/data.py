@@ -242,10 +242,11 @@ class Reader:
         if by_text or self.texts.started:
             self.texts.wait()
         with self.cursor() as c:
-            if by_text:  # the page's texts, then their rows (ties broken by t.n, the place in SOURCE_ORDER)
-                order = ", ".join([*(f"{k} {direction} NULLS LAST" for k in column.keys), "t.n"])
-                rel = c.execute(f"SELECT {shown} FROM (SELECT * FROM {TEXTS} AS t ORDER BY {order} {limit}) AS t "
-                                f"JOIN {LIST} AS l USING (response_id) ORDER BY {order}")
+            if by_text:  # the page's ids sorted on the fewest columns, then their rows
+                rel = c.execute(
+                    f"SELECT {shown} FROM (SELECT l.response_id FROM {TEXTS} AS t JOIN {LIST} AS l USING (response_id) "
+                    f"ORDER BY {order} {limit}) AS p JOIN {LIST} AS l USING (response_id) "
+                    f"JOIN {TEXTS} AS t USING (response_id) ORDER BY {order}")
             elif self.texts.ready():  # the page's rows, then their texts
                 rel = c.execute(f"SELECT {shown} FROM (SELECT * FROM {LIST} AS l ORDER BY {order} {limit}) AS l "
                                 f"LEFT JOIN {TEXTS} AS t USING (response_id) ORDER BY {order}")

@@ -52,10 +52,7 @@ class Texts:
             with self._cursor() as c:
                 if self._stopped.is_set():  # stopped before its cursor could be interrupted
                     raise KeyboardInterrupt
-                # n: the row's place in the list's default order, which breaks a sort's ties (``data.SOURCE_ORDER``)
-                c.execute(f"CREATE TABLE {TEXTS} AS SELECT r.response_id, row_number() OVER "
-                          f"(ORDER BY r.source_path, r.source_locator, r.response_id) AS n, {made} "
-                          f"FROM responses AS r {self._chosen}")
+                c.execute(f"CREATE TABLE {TEXTS} AS SELECT r.response_id, {made} FROM responses AS r {self._chosen}")
         except BaseException as e:  # (KeyboardInterrupt too: the reader was interrupted) told to who waits
             self._error = e
         finally:
