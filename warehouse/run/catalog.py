@@ -121,13 +121,11 @@ class Catalog:
 
     def dependents(self, paths: set[str]) -> set[str]:
         """Catalogued sources built from any of ``paths`` (files, or files inside directories they listed)."""
-        if not paths:
+        built = [(source, entry["depends_on"]) for source, entry in self.rows.items() if entry.get("depends_on")]
+        if not paths or not built:  # (a first run: the folders of every path it reads are not worked out)
             return set()
         dirs = {os.path.dirname(p) for p in paths}
-        return {
-            source for source, entry in self.rows.items()
-            if entry.get("depends_on") and DependsOn.from_json(entry["depends_on"]).names(paths, dirs)
-        }
+        return {source for source, depends_on in built if DependsOn.from_json(depends_on).names(paths, dirs)}
 
     def gone(self, paths: Sequence[str], seen: set[str], filesystems: FileSystems) -> set[str]:
         """Catalogued files under the given paths that the walk did not find and that no longer exist.

@@ -238,22 +238,23 @@ class Reader:
         names = [c.name for c in self.columns]
         listed = ", ".join(c.select for c in self.columns if not c.text_of)
         shown = ", ".join(c.select for c in self.columns)
-        by_text = column.text_of is not None or any(k.startswith("t.") for k in column.keys)
+        by_text = any(k.startswith("t.") for k in column.keys)
         if by_text or self.texts.started:
             self.texts.wait()
+        ready = self.texts.ready()  # (decided once: another request may start and finish the table meanwhile)
         with self.cursor() as c:
             if by_text:  # the page's ids sorted on the fewest columns, then their rows
                 rel = c.execute(
                     f"SELECT {shown} FROM (SELECT l.response_id FROM {TEXTS} AS t JOIN {LIST} AS l USING (response_id) "
                     f"ORDER BY {order} {limit}) AS p JOIN {LIST} AS l USING (response_id) "
                     f"JOIN {TEXTS} AS t USING (response_id) ORDER BY {order}")
-            elif self.texts.ready():  # the page's rows, then their texts
+            elif ready:  # the page's rows, then their texts
                 rel = c.execute(f"SELECT {shown} FROM (SELECT * FROM {LIST} AS l ORDER BY {order} {limit}) AS l "
                                 f"LEFT JOIN {TEXTS} AS t USING (response_id) ORDER BY {order}")
             else:  # the first page answered, before the texts' table is made: it reads its own rows' texts
                 rel = c.execute(f"SELECT {listed}, l.source_path AS _source_path FROM {LIST} AS l ORDER BY {order} {limit}")
             rows = _dicts(rel)
-            if not self.texts.ready():
+            if not ready:
                 self.texts.of(c, rows, [n for n in names if n in TEXT_COLUMNS])
                 rows = [{n: r[n] for n in names} for r in rows]
         self.texts.start()  # (made while this page is read)
