@@ -69,8 +69,6 @@ def main() -> None:
     stages = [
         ("ingest process: SHA-256", lambda: hashlib.sha256(data).digest()),
         ("ingest process: line count (linescan.count_lines)", lambda: count_lines(data)),
-        ("ingest process: SHA-256 and line count, each slice read once (the pass: count_lines with the hash)",
-         lambda: count_lines(data, 0, None, hashlib.sha256())),
         ("worker: read the piece (opening.read_piece)", lambda: read_file(piece)),
         ("worker: line ends, then an ASCII check (two scans of the piece)",
          lambda: (line_ends(data), int(np.frombuffer(data, np.uint8).max()) < 0x80)),

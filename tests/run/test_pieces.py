@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 
 import pytest
 
@@ -108,23 +109,11 @@ def test_line_ends_are_every_newline_across_slices(monkeypatch, slice_bytes):
     assert linescan.scan_lines(b"")[1] is True
 
 
-@pytest.mark.parametrize("slice_bytes", [1, 7, 1 << 18])
-def test_the_pass_hashes_the_bytes_it_counts_in_the_same_read(monkeypatch, slice_bytes):
-    """count_lines feeds a hash the bytes it counts, a slice at a time (one read of each from memory)."""
-    from warehouse.formatkit import linescan
-    monkeypatch.setattr(linescan, "_SCAN_SLICE", slice_bytes)
-    data = _lines(50, 30) + b"tail without a line end"
-    h = hashlib.sha256()
-    assert linescan.count_lines(data, 5, 200, h) == data[5:200].count(b"\n")
-    assert linescan.count_lines(data, 200, None, h) == data[200:].count(b"\n")
-    assert h.hexdigest() == hashlib.sha256(data[5:]).hexdigest()
-    assert linescan.count_lines(data, 9, 9, h) == 0 and h.hexdigest() == hashlib.sha256(data[5:]).hexdigest()
-
-
-def test_the_first_piece_is_handed_out_before_the_pass_hashes_or_counts_it(tmp_path, monkeypatch):
-    """The first batch waits only for the search of the first piece's end: its bytes are hashed and its
-    lines counted when the pass is drawn from again (alongside that batch); the digest and the line
-    numbers are the same."""
+def test_the_first_piece_is_handed_out_before_the_pass_counts_it_and_hashing_is_on_a_thread_of_its_own(
+        tmp_path, monkeypatch):
+    """The first batch waits only for the search of the first piece's end: its lines are counted when the
+    pass is drawn from again (alongside that batch), and every block is hashed on the digest's own thread
+    (beside the pass, on another core); the digest and the line numbers are the same."""
     monkeypatch.setattr(pieces, "READ_BYTES", 1000)
     data = _lines(2000, 400)
     path = tmp_path / "big.jsonl"
@@ -137,7 +126,7 @@ def test_the_first_piece_is_handed_out_before_the_pass_hashes_or_counts_it(tmp_p
             self.h = real_sha256()
 
         def update(self, b):
-            hashed.append(len(b))
+            hashed.append((len(b), threading.current_thread() is threading.main_thread()))
             self.h.update(b)
 
         def hexdigest(self):
@@ -149,8 +138,26 @@ def test_the_first_piece_is_handed_out_before_the_pass_hashes_or_counts_it(tmp_p
     chunks = scan.chunks()
     first = next(chunks)
     assert first.chunk[0] == 0 and first.chunk[1] > 20 * 1000  # many blocks read for it
-    assert (hashed, counted) == ([], [])
+    assert counted == []
     rest = list(chunks)
-    assert sum(hashed) == len(data) and scan.sha256 == real_sha256(data).hexdigest()
+    assert sum(n for n, _ in hashed) == len(data) and scan.sha256 == real_sha256(data).hexdigest()
+    assert not any(on_main for _, on_main in hashed)
     line = 1 + data[:first.chunk[1]].count(b"\n")
     assert rest[0].chunk == (first.chunk[1], rest[0].chunk[1], line)
+
+
+def test_a_pass_cut_short_ends_its_hash_thread_and_knows_no_digest(tmp_path, monkeypatch):
+    """--strict's first bad record or Ctrl-C closes the pass after a piece: its thread ends with it, and a
+    digest of part of the file is never taken for the file's."""
+    monkeypatch.setattr(pieces, "READ_BYTES", 1000)
+    data = _lines(2000, 400)
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(data)
+    before = set(threading.enumerate())
+    scan = FileScan(WorkItem(str(path)), "afterimage", 40_000, len(data))
+    chunks = scan.chunks()
+    next(chunks)
+    assert any(t.name == "pass-sha256" for t in set(threading.enumerate()) - before)
+    chunks.close()
+    assert scan.sha256 is None
+    assert not any(t.name == "pass-sha256" and t.is_alive() for t in set(threading.enumerate()) - before)

@@ -35,19 +35,13 @@ def scan_lines(data: bytes, start: int = 0, end: int | None = None) -> tuple[np.
     return (np.concatenate(found) if found else np.zeros(0, np.int64)), top < 0x80
 
 
-def count_lines(data: bytes, start: int = 0, end: int | None = None, h=None) -> int:
+def count_lines(data: bytes, start: int = 0, end: int | None = None) -> int:
     """How many line ends ``data[start:end]`` holds: ``len(line_ends(...))`` without the offsets
     (a count over each slice's mask, ~2.5x faster than finding where its ends are; the pass
-    over a large file counts every line of it). ``h``: a hash (``hashlib``) fed the same bytes,
-    a slice at a time while the slice is in the cache: the pass hashes every byte it counts, and
-    one read from memory instead of two halves the count's cost (bench/README.md, part H)."""
+    over a large file counts every line of it)."""
     a = np.frombuffer(data, np.uint8)
     end = len(a) if end is None else end
-    view = memoryview(data) if h is not None else None
     n = 0
     for i in range(start, end, _SCAN_SLICE):
-        j = min(i + _SCAN_SLICE, end)
-        if view is not None:
-            h.update(view[i:j])
-        n += int(np.count_nonzero(a[i:j] == 10))
+        n += int(np.count_nonzero(a[i:min(i + _SCAN_SLICE, end)] == 10))
     return n

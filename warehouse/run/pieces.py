@@ -11,6 +11,8 @@ rows of a file's pieces into the file's one row once the pass knows its digest.
 from __future__ import annotations
 
 import hashlib
+import queue
+import threading
 from collections.abc import Iterator, Sequence
 
 from warehouse.filesystems import FileSystems, Reachable
@@ -25,6 +27,44 @@ from warehouse.store.storage import Store
 CHUNK_BYTES = 32 * 1024 * 1024
 #: bytes read at a time by the pass (one ranged request each on object storage)
 READ_BYTES = 8 << 20
+#: blocks read but not yet hashed, at most (the pass waits for the hash beyond them)
+HASH_AHEAD = 4
+
+
+class _Digest:
+    """The SHA-256 of the blocks given it, in order, worked out on a thread of its own.
+
+    The pass is what the ingest process does while the workers parse: hashing took more of it than
+    reading, cutting and counting lines together (bench/README.md). ``hashlib`` lets go of the GIL
+    while it hashes a block, so on a thread the hash runs on a core of its own beside the rest of the pass.
+    """
+
+    def __init__(self):
+        self._h = hashlib.sha256()
+        self._error: BaseException | None = None
+        self._blocks: queue.Queue[bytes | None] = queue.Queue(maxsize=HASH_AHEAD)
+        self._thread = threading.Thread(target=self._run, name="pass-sha256", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (block := self._blocks.get()) is not None:
+            if self._error is None:  # (after an error the blocks are still taken: the pass never waits for ever)
+                try:
+                    self._h.update(block)
+                except BaseException as e:  # told by ``finish``, on the pass's thread
+                    self._error = e
+
+    def add(self, block: bytes) -> None:
+        self._blocks.put(block)
+
+    def finish(self) -> str:
+        """The digest of every block given (once the thread has hashed them and ended)."""
+        if self._thread.is_alive():
+            self._blocks.put(None)
+            self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._h.hexdigest()
 
 
 class FileScan:
@@ -42,55 +82,59 @@ class FileScan:
         self.size = self.mtime_ns = 0
 
     def chunks(self) -> Iterator[WorkItem]:
-        h = hashlib.sha256()
+        digest = _Digest()
         start = pos = 0
         line = 1  # number of the first line of the piece being gathered
         lines_in_piece = 0
-        # Each block is hashed and line-counted in the regions the cuts make of it (in file order,
-        # they are the file), by one call that feeds the hash and counts a slice at a time, while
-        # the slice is in the cache (linescan.count_lines). Until the first piece is handed out,
-        # its blocks are only searched for its end: their regions wait until this generator is
+        # Each block is hashed on the digest's thread as it is read, and line-counted here in the regions
+        # the cuts make of it (in file order, they are the file). Until the first piece is handed out,
+        # its blocks are only searched for its end: their regions are counted when this generator is
         # drawn from again (by the engine's feeder, alongside the first batch), so the first batch
-        # starts ~45 ms sooner (~0.3 s on a busy machine): the first piece's number of lines is
-        # needed by the second piece only.
+        # starts sooner: the first piece's number of lines is needed by the second piece only.
         waiting: list[tuple[bytes, int, int | None]] | None = []
 
         def region(block: bytes, lo: int, hi: int | None = None) -> int:
             if waiting is not None:
                 waiting.append((block, lo, hi))
                 return 0
-            return count_lines(block, lo, hi, h)
+            return count_lines(block, lo, hi)
 
-        f, self.size, self.mtime_ns = self.filesystems.open(self.item.path)
-        with f:
-            while block := f.read(READ_BYTES):
-                block_start, pos = pos, pos + len(block)
-                done = 0  # bytes of the block whose line ends are counted
-                while pos - start >= (want := self.piece_bytes(start)):
-                    # cut after the last line end before the piece's wanted end (else the first after it):
-                    # the piece holds whole lines
-                    limit = max(start + want - block_start, done)
-                    nl = block.rfind(b"\n", done, limit)
-                    if nl < 0:
-                        nl = block.find(b"\n", limit)
-                    if nl < 0:
-                        break  # no line end in the rest of the block: read on
-                    lines_in_piece += region(block, done, nl + 1)
-                    done = nl + 1
-                    end = block_start + done
-                    yield WorkItem(self.item.path, source_format=self.source_format, chunk=(start, end, line), tree=self.item.tree)
-                    if waiting is not None:  # the first piece is out: catch up with it
-                        lines_in_piece += sum(count_lines(*r, h) for r in waiting)
-                        waiting = None  # (its blocks freed: the next reads reuse their memory)
-                    line += lines_in_piece
-                    lines_in_piece = 0
-                    start = end
-                lines_in_piece += region(block, done)
-            if pos > start:
-                yield WorkItem(self.item.path, source_format=self.source_format, chunk=(start, pos, line), tree=self.item.tree)
-        for block, lo, hi in waiting or ():  # the file was one piece: hashed only, its lines are not needed
-            h.update(memoryview(block)[lo:hi])
-        self.sha256 = h.hexdigest()
+        complete = False
+        try:
+            f, self.size, self.mtime_ns = self.filesystems.open(self.item.path)
+            with f:
+                while block := f.read(READ_BYTES):
+                    digest.add(block)
+                    block_start, pos = pos, pos + len(block)
+                    done = 0  # bytes of the block whose line ends are counted
+                    while pos - start >= (want := self.piece_bytes(start)):
+                        # cut after the last line end before the piece's wanted end (else the first after
+                        # it): the piece holds whole lines
+                        limit = max(start + want - block_start, done)
+                        nl = block.rfind(b"\n", done, limit)
+                        if nl < 0:
+                            nl = block.find(b"\n", limit)
+                        if nl < 0:
+                            break  # no line end in the rest of the block: read on
+                        lines_in_piece += region(block, done, nl + 1)
+                        done = nl + 1
+                        end = block_start + done
+                        yield WorkItem(self.item.path, source_format=self.source_format, chunk=(start, end, line),
+                                       tree=self.item.tree)
+                        if waiting is not None:  # the first piece is out: catch up with it
+                            lines_in_piece += sum(count_lines(*r) for r in waiting)
+                            waiting = None  # (its blocks freed: the next reads reuse their memory)
+                        line += lines_in_piece
+                        lines_in_piece = 0
+                        start = end
+                    lines_in_piece += region(block, done)
+                if pos > start:
+                    yield WorkItem(self.item.path, source_format=self.source_format, chunk=(start, pos, line),
+                                   tree=self.item.tree)
+            complete = True
+        finally:  # (a pass cut short, by --strict or Ctrl-C, ends its thread too, and knows no digest)
+            sha256 = digest.finish()
+        self.sha256 = sha256 if complete else None
 
     def piece_bytes(self, start: int) -> int:
         """The size of the piece that starts at byte ``start``: ``chunk_bytes``, but half of what
