@@ -41,7 +41,7 @@ def child(engine: str, src: str, root: str, out: str, master: str, jobs: int) ->
     """In the child: one ingest with its phases timed, written as one JSON object to ``out``
     (the parent's timer keeps stdout for itself)."""
     import warehouse
-    from warehouse.run import batches, runner
+    from warehouse.run import batches, runner, work
     phases = dict.fromkeys(PHASES, 0.0)
 
     def timed(name, f):
@@ -53,7 +53,17 @@ def child(engine: str, src: str, root: str, out: str, master: str, jobs: int) ->
                 phases[name] += time.monotonic() - t
         return wrapper
 
-    runner.what_to_read = timed("walk and plan", runner.what_to_read)
+    found = work.Walk.found
+
+    def walked(self):  # (a generator: from its first file to its end)
+        t = time.monotonic()
+        try:
+            yield from found(self)
+        finally:
+            phases["walk and plan"] += time.monotonic() - t
+
+    work.Walk.found = walked
+    work.Walk.finish = timed("walk and plan", work.Walk.finish)
     batches._engine = timed("engine start", batches._engine)
     runner.run_batches = timed("batches", runner.run_batches)
     runner.commit = timed("commit", runner.commit)

@@ -100,9 +100,20 @@ if __name__ == "__main__":
     import warehouse.store.delta as delta
 
     log(f"imports of warehouse.run.runner done (cpu {time.process_time():.3f} s)")
-    for name in ("what_to_read", "start_forkserver", "open_for_writing", "split_large_files", "_path_fields_ahead",
-                 "run_batches", "merge_pieces", "commit"):
+    import warehouse.run.work as work
+
+    for name in ("start_forkserver", "open_for_writing", "_paths_ahead", "run_batches",
+                 "merge_pieces", "commit"):
         wrap(runner, name)
+    wrap(work.Walk, "finish", "walk's finish")
+    _found = work.Walk.found
+
+    def found(self):  # (a generator: the walk's start and end, not its making)
+        log("walk start")
+        yield from _found(self)
+        log("walk end")
+
+    work.Walk.found = found
     wrap(registry.Registry, "ingestors", "loading the formats")
     wrap(catalog.Catalog, "load", "catalog")
     wrap(commit, "commit_plan")

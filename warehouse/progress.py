@@ -108,6 +108,13 @@ class IngestProgress:
                 self.bar.set_postfix_str(f"{self.files}/{self.total_files} files", refresh=False)
                 self.bar.update(nbytes)
 
+    def more(self, files: int, nbytes: int) -> None:
+        """``files`` more to read, of ``nbytes``: found by a walk still going on while the batches run."""
+        with self._lock:
+            self.total_files += files
+            if self.bar is not None:
+                self.bar.total += nbytes
+
     def done(self) -> None:
         if self.bar is not None:
             # Files read by path alone (and skipped ones) report no bytes: a run that ends

@@ -182,7 +182,7 @@ def test_path_fields_ahead_is_closed_when_the_batches_fail(tmp_path, monkeypatch
     class Watched(PathFieldsAhead):
         closed = False
 
-        def __init__(self, paths):
+        def __init__(self, paths=None):
             super().__init__(paths)
             made.append(self)
 

@@ -5,9 +5,11 @@ pool, or an engine plugged in by name), and running them to the end or to --stri
 from __future__ import annotations
 
 import importlib
+import itertools
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import closing
+from typing import Protocol
 
 from warehouse.filesystems import FileSystems
 from warehouse.progress import IngestProgress
@@ -32,26 +34,46 @@ MAX_BATCH_BYTES = 256 * 1024 * 1024
 MIN_BATCH_FILES = 2000
 
 
+class Walking(Protocol):
+    """A walk still going on while the batches run (``walk_ahead.WalkAhead``)."""
+
+    #: the large files it found, to read in pieces (all of them once ``items`` is over)
+    scans: list[FileScan]
+
+    def items(self) -> Iterator[tuple[WorkItem, int]]:
+        """The files to read whole, with their sizes, as the walk finds them."""
+        ...
+
+    def known(self) -> tuple[int, int]:
+        """How many files to read it has found so far, and their bytes."""
+        ...
+
+
 def run_batches(items: list[WorkItem], sizes: list[int], spec_args: dict, jobs: int | None, bar: IngestProgress,
                  scans: Sequence[FileScan] = (), engine_name: str = "local",
                  spark_master: str | None = None,
                  arrived: Callable[[BatchResult], None] = lambda result: None,
-                 filesystems: FileSystems | None = None) -> list[BatchResult]:
+                 filesystems: FileSystems | None = None, walking: Walking | None = None) -> list[BatchResult]:
     """Plan the batches, run them on an engine, and stop it at --strict's first bad record.
     ``arrived`` is called with each result as its batch ends; ``filesystems``: the run's, for the
-    batches mapped in this process."""
-    if not items and not scans:
+    batches mapped in this process. ``walking``: the rest of the walk, still going on; its files come
+    after ``items`` (the batches cut as it finds them), its large files' scans after ``scans``."""
+    if not items and not scans and walking is None:
         return []
     engine = _engine(engine_name, spark_master, jobs, sum(sizes) + sum(s.item_size for s in scans), len(items),
                      filesystems)
-    batches = plan_batches(items, sizes, engine.workers) if items else []
+    if walking is not None:
+        batches: Iterable[list[WorkItem]] = cut_batches(itertools.chain(zip(items, sizes), walking.items()),
+                                                        engine.workers, walking.known)
+    else:
+        batches = plan_batches(items, sizes, engine.workers) if items else []
 
     def specs() -> Iterator[BatchSpec]:
         n = 0
         for b in batches:
             n += 1
             yield BatchSpec(batch_no=n, items=b, **spec_args)
-        for scan in scans:
+        for scan in itertools.chain(scans, walking.scans if walking is not None else ()):  # (all found by now)
             for piece in scan.chunks():  # the pieces as the pass over the file finds them
                 n += 1
                 yield BatchSpec(batch_no=n, items=[piece], **spec_args)
@@ -100,16 +122,25 @@ def plan_batches(items: list[WorkItem], sizes: list[int], jobs: int) -> list[lis
     """
     if jobs <= 1:
         return [items]
-    total = sum(sizes)
-    target = min(max(total // (jobs * 4), MIN_BATCH_BYTES), MAX_BATCH_BYTES)
-    max_files = max(MIN_BATCH_FILES, len(items) // (jobs * 4) + 1)
-    batches, current, acc = [], [], 0
-    for item, size in zip(items, sizes):
+    total = (len(items), sum(sizes))
+    return list(cut_batches(zip(items, sizes), jobs, lambda: total))
+
+
+def cut_batches(found: Iterable[tuple[WorkItem, int]], jobs: int,
+                known: Callable[[], tuple[int, int]]) -> Iterator[list[WorkItem]]:
+    """``plan_batches`` of files still being found: each batch is cut by the bounds that what is known
+    when it is cut gives (``known()``: how many files there are to read and their bytes, so far). The
+    first batches of a run still walking are small, the later ones as ``plan_batches`` would cut them."""
+    current: list[WorkItem] = []
+    acc = 0
+    for item, size in found:
         current.append(item)
         acc += size
+        files, nbytes = known()
+        target = min(max(nbytes // (jobs * 4), MIN_BATCH_BYTES), MAX_BATCH_BYTES)
+        max_files = max(MIN_BATCH_FILES, files // (jobs * 4) + 1)
         if acc >= target or len(current) >= max_files:
-            batches.append(current)
+            yield current
             current, acc = [], 0
     if current:
-        batches.append(current)
-    return batches
+        yield current

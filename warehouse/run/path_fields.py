@@ -35,7 +35,7 @@ class PathFieldsAhead:
     only keeps the rows of the paths it catalogues (``write``) instead of running the regular
     expressions after the batches (~0.3 s of a 20,000-file run's wall time, on its critical path)."""
 
-    def __init__(self, paths: set[str]):
+    def __init__(self, paths: set[str] | None = None):
         import threading
 
         import duckdb
@@ -47,7 +47,18 @@ class PathFieldsAhead:
         self._error: BaseException | None = None
         self._closing = threading.Event()
         # the statement resolved here: the formats are loaded by this thread, not beside the batches
-        self._thread = threading.Thread(target=self._evaluate, args=(sorted(paths), path_fields_statement()),
+        self._statement = path_fields_statement()
+        self._thread: threading.Thread | None = None
+        if paths is not None:
+            self.start(paths)
+
+    def start(self, paths: set[str]) -> None:
+        """Evaluate path_fields of ``paths`` (once; a walk going on beside the batches knows them at its end)."""
+        import threading
+
+        if self._thread is not None or self._closing.is_set():
+            return
+        self._thread = threading.Thread(target=self._evaluate, args=(sorted(paths), self._statement),
                                         daemon=True, name="path-fields")
         self._thread.start()
 
@@ -73,6 +84,8 @@ class PathFieldsAhead:
         (nothing written) when a catalogued path was not known ahead or the evaluation failed."""
         import pyarrow.parquet as pq
 
+        if self._thread is None:  # never started: nothing known ahead
+            return None
         self._thread.join()
         if self._error is not None:
             return None
@@ -92,7 +105,7 @@ class PathFieldsAhead:
         """Stop the evaluation if it still runs and close its connection. The runner calls it however the
         run ends: a run stopped by Ctrl-C, --strict or an error does not wait for rows nobody will read."""
         self._closing.set()
-        while self._thread.is_alive():
+        while self._thread is not None and self._thread.is_alive():
             self._con.interrupt()  # DuckDB's way to stop a query from another thread; again until it has
             self._thread.join(0.05)  # (an interrupt before the query starts is forgotten when it starts)
         self._con.close()

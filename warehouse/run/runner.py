@@ -11,6 +11,7 @@ This module is the order of things; each job has its own module:
 * ``opening``: the root opened for writing, with the lock held: converted, set aside, repaired;
 * ``catalog``: the catalog read once: what is unchanged, what depends on what, what is gone;
 * ``work``: what the run reads: the walk, less what is unchanged, plus what depends on a change;
+* ``walk_ahead``: the rest of the walk, on a thread beside the first batches of a run for a pool;
 * ``pieces``: large JSONL files cut at line ends while hashed, and their catalog rows merged;
 * ``batches``: the batches planned and run on an engine (``pool``; ``worker``: one batch; ``sink``: its records);
 * ``path_fields``: path_fields evaluated while the batches run;
@@ -40,11 +41,12 @@ from warehouse.run.commit import Changes, CommitAhead, commit
 from warehouse.run.failure import first_missing, nothing_kept_unless_committed, said_in_one_line
 from warehouse.run.opening import open_for_writing
 from warehouse.run.path_fields import PathFieldsAhead
-from warehouse.run.pieces import merge_pieces, split_large_files
+from warehouse.run.pieces import FileScan, merge_pieces, split_large_files
 from warehouse.run.pool import start_forkserver
 from warehouse.run.summary import IngestSummary
-from warehouse.run.work import Work, what_to_read
-from warehouse.run.worker import BatchIngest, BatchResult, BatchSpec
+from warehouse.run.walk_ahead import WalkAhead
+from warehouse.run.work import Walk, Work
+from warehouse.run.worker import BatchIngest, BatchResult, BatchSpec, WorkItem
 from warehouse.store.readable import read_existing_snapshot
 from warehouse.store.snapshots import new_run_id
 from warehouse.store.storage import Store
@@ -121,16 +123,23 @@ def ingest(
             if p not in existing and not catalog.covers(p):
                 raise UsageError(f"{p}: no such file or directory, and no catalogued file was under it")
         # Once the walk has found work enough for a pool, its forkserver starts importing alongside.
-        warm = (lambda: start_forkserver(registry)) if engine == "local" and job_count(jobs) > 1 else None
-        work = what_to_read(paths, existing, store, catalog, summary, suffixes, source_format, settings, trees, warm,
-                             mending.reread)
-        gone = work.gone
-        if prune:
-            gone |= mending.dropped
-            summary.files_removed = len(gone)
+        pool_run = engine == "local" and job_count(jobs) > 1
+        warm = (lambda: start_forkserver(registry)) if pool_run else None
+        walk = Walk(paths, existing, store, catalog, summary, suffixes, source_format, settings, trees, warm,
+                    mending.reread)
+        found = walk.found()
+        # A run for a pool starts its batches as soon as the walk has found enough for one, and the rest of
+        # the walk goes on beside them (``WalkAhead``). Any other walks to its end first: its engine and its
+        # batches are chosen from the totals. (Sources on object storage too: their listing is the run's.)
+        streams = pool_run and not any(map(urlpaths.is_url, paths))
+        for _ in found:
+            if streams and walk.pooled:
+                break
         else:
-            summary.files_gone = len(gone)
-            gone = set()
+            walk.finish()
+            found = None
+        work = walk.work
+        head_items, head_sizes = list(work.items), list(work.sizes)  # (a walk going on adds to work.items)
 
         spec_args = dict(
             run_id=run_id,
@@ -145,29 +154,43 @@ def ingest(
             storage_options=filesystems.options if store.remote or any(map(urlpaths.is_url, paths)) else {},
         )
         results: list[BatchResult] = []
-        if work.unreachable:
-            parent = BatchIngest(BatchSpec(batch_no=0, items=[], **spec_args))
-            try:
-                for u in work.unreachable:
-                    parent.unreachable(u.path, u.message)
-            finally:
-                results.append(parent.run())
-        # path_fields of every path the commit may catalogue, evaluated while the batches run
-        ahead = _path_fields_ahead(store, catalog, work)
+        # path_fields of every path the commit may catalogue, evaluated while the batches run (on a walk still
+        # going on, from its end: its connection made here all the same, on this thread)
+        if found is None:
+            results += _unreachable(work, spec_args)
+            known = _paths_ahead(store, catalog, work)
+            ahead = PathFieldsAhead(known) if known is not None else None
+        else:
+            ahead = PathFieldsAhead() if not store.remote else None
         if ahead is not None:
             run_scoped.callback(ahead.close)  # however the run ends: --strict, Ctrl-C, an error, its commit
-        items, sizes, scans = split_large_files(work.items, work.sizes, ingestors, filesystems)
+        items, sizes, scans = split_large_files(head_items, head_sizes, ingestors, filesystems)
         bar = IngestProgress(len(items) + len(scans), sum(sizes) + sum(s.item_size for s in scans), enabled=progress)
+        walking = None
+        if found is not None:
+            walking = WalkAhead(walk, found, lambda item, size: _scan_of(item, size, ingestors, filesystems), bar,
+                                at_end=lambda done: _start_ahead(ahead, store, catalog, done))
+            run_scoped.callback(walking.stop)  # (before ahead.close: the walk's end starts it)
         commit_ahead = CommitAhead(store)  # the batches' files fsynced as they come, not all at the commit
         run_scoped.callback(commit_ahead.close)  # however the run ends, as path_fields ahead
         try:
             if not any(r.strict_failure for r in results):
                 results += run_batches(items, sizes, spec_args, jobs, bar, scans, engine, spark_master, commit_ahead.add,
-                                       filesystems)
-                if scans:
+                                       filesystems, walking)
+                if walking is not None and not any(r.strict_failure for r in results):
+                    results += _unreachable(work, spec_args)  # found while the batches ran
+                    scans = scans + walking.scans
+                if scans and not any(r.strict_failure for r in results):
                     results.append(merge_pieces(results, scans, store))
         finally:
             bar.done()
+        gone = work.gone
+        if prune:
+            gone |= mending.dropped
+            summary.files_removed = len(gone)
+        else:
+            summary.files_gone = len(gone)
+            gone = set()
         failure = next((r.strict_failure for r in results if r.strict_failure), None)
         if failure is not None:
             raise StrictModeError(failure.path, failure.locator, failure.stage, failure.message)
@@ -193,13 +216,39 @@ def _nothing_found(paths: Sequence[str], suffixes: Sequence[str], root: str, mad
     return f"{found}: nothing to add; the warehouse at {root} is unchanged"
 
 
-def _path_fields_ahead(store: Store, catalog: Catalog, work: Work) -> PathFieldsAhead | None:
-    """Start evaluating path_fields for the catalogued and walked paths when the run brings a new
-    path (else the commit keeps the path_fields it has); local roots (a remote one copies it)."""
+def _paths_ahead(store: Store, catalog: Catalog, work: Work) -> set[str] | None:
+    """The paths to evaluate path_fields of ahead: the catalogued and walked ones, when the run brings a
+    new path (else None: the commit keeps the path_fields it has); local roots (a remote one copies it)."""
     walked = {i.path for i in work.items} | {u.path for u in work.unreachable}
     if store.remote or all(p in catalog for p in walked):
         return None
-    return PathFieldsAhead(set(catalog.rows) | walked)
+    return set(catalog.rows) | walked
+
+
+def _start_ahead(ahead: PathFieldsAhead | None, store: Store, catalog: Catalog, work: Work) -> None:
+    """At the end of a walk that went on beside the batches: path_fields ahead started, when it is wanted."""
+    known = _paths_ahead(store, catalog, work)
+    if ahead is not None and known is not None:
+        ahead.start(known)
+
+
+def _unreachable(work: Work, spec_args: dict) -> list[BatchResult]:
+    """The files the walk could not reach, as quarantine rows of a batch of this process's own."""
+    if not work.unreachable:
+        return []
+    parent = BatchIngest(BatchSpec(batch_no=0, items=[], **spec_args))
+    try:
+        for u in work.unreachable:
+            parent.unreachable(u.path, u.message)
+    finally:
+        result = parent.run()  # (its writers closed, whatever happened)
+    return [result]
+
+
+def _scan_of(item: WorkItem, size: int, ingestors: Sequence, filesystems: FileSystems) -> FileScan | None:
+    """``item`` as a scan in pieces when it is a large JSONL file of a line-based format (``split_large_files``)."""
+    scans = split_large_files([item], [size], ingestors, filesystems)[2]
+    return scans[0] if scans else None
 
 
 def _settings(remembered: dict, given: dict, ingestors: Sequence) -> dict:
