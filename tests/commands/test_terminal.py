@@ -262,6 +262,24 @@ def test_ingest_shows_percentage_and_time_left_in_a_terminal(tmp_path):
     assert shown.rstrip().splitlines()[-1].startswith("20 files: 20 ingested")  # the summary after the bar
 
 
+def test_the_bar_of_a_run_whose_walk_goes_on_beside_its_batches_ends_at_every_file_found(tmp_path):
+    """A run for a pool starts its batches before its walk ends (run/walk_ahead.py): its bar's totals grow
+    as the walk finds files, and end at all of them, not at what was found when the first batch started."""
+    master, slave = terminal(80)
+    streams = ("import warehouse.run.batches as b; b.INLINE_MAX_FILES = 4; b.MIN_BATCH_FILES = 3; "
+               "b.MIN_BATCH_BYTES = 1 << 40; " + SHOW_AT_ONCE)
+    proc = subprocess.Popen([sys.executable, "-c", streams, "ingest", str(FIXTURES / "trait_interp"), "--root",
+                             str(tmp_path / "wh"), "--jobs", "2"], stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    shown = read_terminal(master).decode()
+    with proc.stdout:
+        assert proc.stdout.read() == b""
+    assert proc.wait(timeout=STOP_S) == 0
+    assert re.search(r"ingest: 100%\|.*\| [\d.]+k/[\d.]+k .*20/20 files\]", shown), shown
+    assert shown.rstrip().splitlines()[-1].startswith("20 files: 20 ingested")
+    assert len(list((tmp_path / "wh" / "responses").glob("*.parquet"))) > 1  # (batches cut while it walked)
+
+
 def test_export_shows_percentage_and_time_left_in_a_terminal(root, tmp_path):
     code, shown, out = run_in_terminal(["export", "--root", str(root), "--format", "jsonl", "--out", str(tmp_path / "o.jsonl")])
     assert (code, out) == (0, "")
