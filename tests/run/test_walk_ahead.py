@@ -133,3 +133,27 @@ def test_batches_cut_as_the_walk_finds_files_grow_with_what_it_has_found(monkeyp
     # what is known from the start cuts as plan_batches does
     assert list(cut_batches(((i, 10) for i in items), 2, lambda: (200, 2000))) == plan_batches(items, [10] * 200, 2)
     assert [len(b) for b in plan_batches(items, [10] * 200, 2)] == [26] * 7 + [18]
+
+
+def test_what_depends_on_a_changed_file_is_read_again_when_the_walk_goes_on_beside_the_batches(
+        tmp_path, monkeypatch, small_batches):
+    """The files built from a changed one that the walk does not reach are found at its end (``Walk.finish``),
+    here on the walk's thread: they reach the batches all the same."""
+    from warehouse.run import batches
+
+    monkeypatch.setattr(batches, "INLINE_MAX_FILES", 0)  # a pool from the first changed file on
+    responses = tmp_path / "experiments/e/inference/instruct/responses/set"
+    for i in range(FILES):
+        write_json(responses / f"{i}.json", {"prompt": f"p{i}", "response": f"inside text {i}"})
+    write_json(tmp_path / "experiments/e/analysis/detailed_annotations.json", {
+        "metadata": {"response_source": str(responses)},
+        "detailed_annotations": {"1": {"exploitations": [{"bias": 1, "tokens": [0, 1], "text": "inside"}]}}})
+    root = str(tmp_path / "wh")
+    first = warehouse.ingest(str(tmp_path / "experiments"), root, jobs=2, progress=False)
+    assert first.files_ingested == FILES + 1
+    write_json(responses / "1.json", {"prompt": "p1", "response": "outside, inside text"})
+    # the responses alone: their annotations are not walked, but built from a file that changed
+    again = warehouse.ingest(str(responses), root, jobs=2, progress=False)
+    assert (again.files_ingested, again.files_unchanged) == (2, FILES - 1)  # the changed file, and its annotations
+    con = warehouse.connect(root)
+    assert con.execute("SELECT char_start FROM annotations WHERE span = 'inside'").fetchall() == [(9,)]
