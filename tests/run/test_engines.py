@@ -175,6 +175,31 @@ def test_a_worker_that_dies_is_one_message_and_the_run_leaves_nothing(tmp_path, 
     assert not (tmp_path / "wh").exists()
 
 
+def test_a_stop_ends_even_when_a_worker_died_half_way_through_sending_its_result():
+    """The lifeline stops the workers at once, maybe half-way through sending a result: the pool's own
+    thread then waited for the rest of that message for ever, and the stop with it (a Ctrl-C that never
+    returned, 2 times in 18 on 100,000 files). ``_no_result_half_sent`` ends that wait."""
+    import struct
+    from concurrent.futures import ProcessPoolExecutor
+
+    from warehouse.run.pool import _no_result_half_sent
+
+    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("forkserver"))
+    assert pool.submit(int, "1").result(timeout=120) == 1  # a worker up, and the pool's thread reading results
+    # what a worker that died while sending leaves in the pipe: a message's length, and a part of it
+    pool._result_queue._writer._send(struct.pack("!i", 1 << 20) + b"x" * 100)
+    for process in list(pool._processes.values()):
+        process.kill()  # as the lifeline's os._exit
+    _no_result_half_sent(pool)
+    stopping = threading.Thread(target=pool.shutdown, kwargs={"wait": True, "cancel_futures": True}, daemon=True)
+    stopping.start()
+    stopping.join(120)  # a guard against a hang, not a measure
+    hung = stopping.is_alive()
+    if hung:  # the rest of the message, so that the pool's thread ends and this process can exit
+        pool._result_queue._writer._send(b"x" * ((1 << 20) - 100))
+    assert not hung, "the stop waits for the rest of a result nobody will send"
+
+
 def test_the_process_pool_says_a_worker_died_as_worker_lost(tmp_path):
     ok = write_json(tmp_path / "src" / "a.json", {"prompt": "p"})
     die = write_json(tmp_path / "src" / "x.die.json", {"prompt": "p"})

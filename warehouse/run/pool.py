@@ -128,6 +128,8 @@ class ProcessPool:
                 # rather than wait for their batches; the caller deletes what they wrote.
                 keep_alive.close()
             feeder.stop()
+            if not finished:
+                _no_result_half_sent(pool)
             pool.shutdown(wait=True, cancel_futures=True)
             keep_alive.close()
             lifeline.close()
@@ -225,6 +227,22 @@ class _Feeder(threading.Thread):
         self.slots.release()
         if self.ident is not None:
             self.join()
+
+
+#: how long a stop waits for the workers the lifeline stopped to be gone (they exit at once: a guard)
+STOP_WAIT_S = 10.0
+
+
+def _no_result_half_sent(pool: ProcessPoolExecutor) -> None:
+    """After the lifeline stopped the workers: a worker may have died half-way through sending a result,
+    and the pool's own thread then waits for the rest of that message for ever, and ``shutdown`` with it
+    (a Ctrl-C that never returned). Once the workers are gone, this process's writing end of the pipe
+    they sent results through is closed: that wait ends (end of file), the pool counts itself broken and
+    shuts down. (ProcessPoolExecutor keeps that end open for the workers it may yet start; none starts
+    after a stop.)"""
+    for process in list((pool._processes or {}).values()):
+        process.join(STOP_WAIT_S)
+    pool._result_queue._writer.close()
 
 
 def _here(spec: BatchSpec, progress: ProgressFn, filesystems: FileSystems | None = None) -> BatchResult:
