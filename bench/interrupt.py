@@ -4,6 +4,7 @@
     python bench/interrupt.py steering --mb 200 --after 3 6
     python bench/interrupt.py afterimage --mb 200 --command sql --after 1 3
     python bench/interrupt.py afterimage --mb 200 --command export --after 1 3
+    python bench/interrupt.py inference --files 100000 --after 0.8 0.9 1.0 1.2 1.5 2.0 --hang 30
 
 With ``--command sql`` or ``export`` the corpus is ingested once (kept beside it) and
 the signal interrupts a long query over it (every pair of responses)
@@ -73,7 +74,7 @@ def command(kind: str, src: Path, work: Path, jobs: int) -> tuple[list[str], Pat
     return wh + ["ingest", str(src), "--root", str(root), "--jobs", str(jobs), "--quiet"], root
 
 
-def interrupt_once(kind: str, src: Path, after: float, jobs: int) -> dict:
+def interrupt_once(kind: str, src: Path, after: float, jobs: int, hang_s: float = 60.0) -> dict:
     work = Path(tempfile.mkdtemp(prefix="interrupt-"))
     cmd, root = command(kind, src, work, jobs)
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -88,7 +89,13 @@ def interrupt_once(kind: str, src: Path, after: float, jobs: int) -> dict:
         return {"after": after, "note": f"the {kind} ended before the signal: use a larger corpus"}
     t0 = time.monotonic()
     os.killpg(proc.pid, signal.SIGINT)
-    _out, err = proc.communicate()
+    try:
+        _out, err = proc.communicate(timeout=hang_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        shutil.rmtree(work, ignore_errors=True)
+        return {"after": after, "note": f"HANG: still running {hang_s:g} s after the signal (killed)"}
     exited = time.monotonic() - t0
     while any(_start_time(p) == s and s is not None for p, s in procs.items()) and time.monotonic() - t0 < 60:
         time.sleep(0.01)
@@ -110,13 +117,15 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--command", choices=("ingest", "sql", "export"), default="ingest", help="what to interrupt")
     ap.add_argument("--corpus", default="/tmp/warehouse-bench")
+    ap.add_argument("--hang", type=float, default=60.0, metavar="S",
+                    help="a run still going this long after the signal is a hang: killed, and said so")
     args = ap.parse_args()
     src = corpus(args.kind, args, Path(args.corpus))
     print("| command | corpus | Ctrl-C after | exited after the signal | every process gone | exit code | lines on stderr | left under the root | processes left |")
     print("|---|---|---|---|---|---|---|---|---|")
     for after in args.after:
         say(f"{args.command} {args.kind}: Ctrl-C after {after:g} s ...")
-        r = interrupt_once(args.command, src, after, args.jobs)
+        r = interrupt_once(args.command, src, after, args.jobs, args.hang)
         if "note" in r:
             print(f"| {args.command} | {src.name} | {after:g} s | {r['note']} | | | | | |")
             continue
