@@ -7,17 +7,14 @@ from .path_fields import PATH_FIELDS
 #: extraction responses, from its generation-parameters file
 GENERATION_PARAMS = """
 -- One parameters file per folder: the sibling metadata.json wins over an older
--- generation_metadata.json one level up (then the first path). A GROUP BY, not a window: DuckDB then
--- knows a folder has one row, and drops the join of responses to this view from a query that reads
--- none of its columns. The parameters in a struct: a winning file without them gives NULL, where arg_min
--- would pass over its NULL to the next file's.
+-- generation_metadata.json one level up.
 CREATE OR REPLACE VIEW generation_params AS
-SELECT
-    responses_dir AS source_dir,
-    arg_min({'params': params}, {'older': source_path LIKE '%/generation_metadata.json', 'path': source_path})
-        .params AS generation_params
+SELECT responses_dir AS source_dir, params AS generation_params
 FROM raw.generation_metadata
-GROUP BY responses_dir
+QUALIFY row_number() OVER (
+    PARTITION BY responses_dir
+    ORDER BY (source_path LIKE '%/generation_metadata.json'), source_path
+) = 1
 """
 
 #: the core's views whose statement trait-interp gives

@@ -315,25 +315,3 @@ def test_a_paths_kind_is_what_the_patterns_alone_say(path):
     assert kinds.kind_of_path.__wrapped__(path) == regex_only(path)
     reason = kinds.not_records(path)
     assert (reason is not None) == bool(kinds._STEERING_RESULTS.search(path))
-
-
-def test_generation_params_keeps_one_file_per_folder_and_a_query_without_them_does_not_join_them(ti):
-    """The sibling metadata.json wins over a generation_metadata.json one level up, then the first path; a
-    winning file without parameters gives NULL (not the next file's). One row per folder by a GROUP BY: a
-    query on responses that reads no parameter does without that join."""
-    import duckdb
-
-    from warehouse.formats.trait_interp.views import GENERATION_PARAMS
-
-    con = duckdb.connect()
-    con.execute("CREATE SCHEMA raw")
-    con.execute("""CREATE TABLE raw.generation_metadata AS SELECT * FROM (VALUES
-        ('d1', '/x/generation_metadata.json', '{"a": 2}'::JSON), ('d1', '/x/d1/metadata.json', '{"a": 1}'::JSON),
-        ('d2', '/y/generation_metadata.json', '{"a": 3}'::JSON), ('d2', '/y/d2/metadata.json', NULL::JSON),
-        ('d3', '/z/b/generation_metadata.json', '{"a": 4}'::JSON), ('d3', '/z/a/generation_metadata.json', '{"a": 5}'::JSON)
-    ) AS t(responses_dir, source_path, params)""")
-    con.execute(GENERATION_PARAMS)
-    assert con.execute("SELECT source_dir, generation_params->>'a' FROM generation_params ORDER BY 1").fetchall() == [
-        ("d1", "1"), ("d2", None), ("d3", "5")]
-    plan = ti.rows("EXPLAIN SELECT count(*) FROM responses")[0]["explain_value"]
-    assert "source_dir" not in plan, plan
