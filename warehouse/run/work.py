@@ -30,7 +30,7 @@ class Work:
 
 
 class Walk:
-    """``what_to_read`` in two steps, for a run whose batches start while it walks: ``found()`` yields each
+    """What to read, in two steps, so a run's batches may start while it walks: ``found()`` yields each
     file to read (with its size) as the walk finds it, and ``finish()``, once it is over, adds the files
     built from one that changed or went and the ones to read again (``reread``: ``damage.plan``), and
     says what went. ``work`` holds everything found so far. ``warm`` is called once, as soon as what is
@@ -115,14 +115,3 @@ class Walk:
                 added.append((item, size))
         return added
 
-
-def what_to_read(paths: Sequence[str], existing: list[str], store: Store, catalog: Catalog, summary: IngestSummary,
-                 suffixes: tuple[str, ...], source_format: str | None, settings: dict, trees: dict[str, str],
-                 warm: Callable[[], None] | None = None, reread: set[str] = frozenset()) -> Work:
-    """Walk ``existing``, skip what the catalog says is unchanged, and add what depends on a change and
-    ``reread``: the whole ``Walk``, before any batch."""
-    w = Walk(paths, existing, store, catalog, summary, suffixes, source_format, settings, trees, warm, reread)
-    for _ in w.found():
-        pass
-    w.finish()
-    return w.work
