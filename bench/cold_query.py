@@ -2,6 +2,7 @@
 
     python bench/cold_query.py --runs 5
     python bench/cold_query.py --files 5000 --runs 5 --warehouse before=/tmp/before/bin/python --warehouse after=python
+    python bench/cold_query.py --split 50 --runs 5 ...   # also a root ingested in 50 runs
 
 Each figure is the median of --runs rounds; a round runs every contender once, in an order that
 rotates from round to round (so a change in the machine's load falls on all of them alike).
@@ -15,7 +16,14 @@ Contenders, on each warehouse root:
   (a notebook's first cell).
 
 The roots: the bundled samples ingested, and a warehouse of ``--files`` trait-interp inference
-files (bench/corpora.py), both made once under --corpus and reused. Every process runs with
+files (bench/corpora.py), both made once under --corpus and reused; with ``--split K``, also the
+first 10,000 of those files ingested in K runs (as data that came a little at a time: K files per
+table), on which the point query is on ``response_id`` (its ``path_fields`` folder holds each run's
+file, of which the views read the last). The roots are made by the first ``--warehouse``.
+
+A notebook's next query (``--warm``): in one process, the query run ``WARM_REPEAT`` times on one
+connection after a first, plain DuckDB's (``duckdb.connect().sql``) against ``warehouse.connect``'s;
+the median per query. Every process runs with
 bytecode caching on (``PYTHONPYCACHEPREFIX`` under --corpus), as an installed package has it, and
 each command runs once untimed before the rounds. Markdown to stdout, progress to stderr.
 """
@@ -24,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -71,6 +80,68 @@ def inference_root(files: int, base: Path, python: str, env: dict) -> Path:
     return ingested(src, base / f"inference-{files}-wh", python, env)
 
 
+def split_root(files: int, runs: int, base: Path, python: str, env: dict) -> Path:
+    """The first 10,000 of the ``files`` inference files ingested in ``runs`` runs, one slice each."""
+    src = base / f"inference-{files}"
+    root = base / f"inference-10000-in-{runs}-runs-wh"
+    if not (root / ".complete").exists():
+        shutil.rmtree(root, ignore_errors=True)
+        paths = sorted(str(p) for p in src.rglob("*.json"))[:10_000]
+        step = -(-len(paths) // runs)
+        for i in range(0, len(paths), step):
+            say(f"ingesting {root}: run {i // step + 1}/{runs} ...")
+            subprocess.run([python, "-m", "warehouse.cli", "ingest", *paths[i:i + step], "--root", str(root), "--quiet"],
+                           check=True, env=env, cwd=str(root.parent))
+        (root / ".complete").touch()
+    return root
+
+
+def one_response_id(root: Path) -> str:
+    import duckdb
+
+    return duckdb.sql(f"SELECT min(response_id) FROM '{root}/responses/*.parquet'").fetchall()[0][0]
+
+
+#: how many times ``--warm`` runs a query on one connection (after a first, untimed)
+WARM_REPEAT = 20
+WARM = """import statistics, time
+{open}
+con.sql({sql!r}).fetchall()
+times = []
+for _ in range({repeat}):
+    t = time.perf_counter()
+    con.sql({sql!r}).fetchall()
+    times.append(time.perf_counter() - t)
+print(statistics.median(times))
+"""
+
+
+def warm(root: Path, warehouses, env: dict, query: str, plain: str) -> list[tuple[str, float]]:
+    """The median time of a query on an open connection, in each contender's process."""
+    cwd = str(root.parent)
+    contenders = [("duckdb over the files", sys.executable, "import duckdb; con = duckdb.connect()",
+                   plain.format(root=root))]
+    contenders += [(f"`connect` {label}", python, f"import warehouse; con = warehouse.connect({str(root)!r})", query)
+                   for label, python in warehouses]
+    out = []
+    for label, python, opening, sql in contenders:
+        proc = subprocess.run([python, "-c", WARM.format(open=opening, sql=sql, repeat=WARM_REPEAT)],
+                              capture_output=True, text=True, env=env, cwd=cwd)
+        if proc.returncode:
+            raise SystemExit(f"{label} failed:\n{proc.stderr}")
+        out.append((label, float(proc.stdout.split()[-1])))
+    return out
+
+
+def warm_table(name: str, results: list[tuple[str, float]]) -> None:
+    plain = results[0][1]
+    print(f"\n{name}\n")
+    print("| connection | per query (median) | / duckdb |")
+    print("|---|---|---|")
+    for label, seconds in results:
+        print(f"| {label} | {1000 * seconds:.1f} ms | {seconds / plain:.2f} |", flush=True)
+
+
 def commands(root: Path, warehouses: list[tuple[str, str]], query: str, plain: str) -> list[tuple[str, list[str]]]:
     out = [("duckdb over the files", [sys.executable, "-c", PLAIN.format(sql=plain.format(root=root))])]
     for label, python in warehouses:
@@ -114,6 +185,8 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=5000, help="inference files of the larger root")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--corpus", default="/tmp/warehouse-bench")
+    ap.add_argument("--split", type=int, default=0, metavar="K", help="also a root of 10,000 files ingested in K runs")
+    ap.add_argument("--warm", action="store_true", help="also a notebook's next query on an open connection")
     ap.add_argument("--warehouse", action="append", default=[], metavar="LABEL=PYTHON",
                     help="a Python whose environment has the warehouse to measure (several: compared in one run)")
     args = ap.parse_args()
@@ -123,11 +196,21 @@ def main() -> None:
     env = environment(base)
     roots = [("the bundled samples", ingested(SAMPLES, base / "samples-wh", warehouses[0][1], env)),
              (f"{args.files:,} inference files", inference_root(args.files, base, warehouses[0][1], env))]
+    queries = {root: QUERIES for _, root in roots}
+    if args.split:
+        root = split_root(args.files, args.split, base, warehouses[0][1], env)
+        rid = one_response_id(root)
+        roots.append((f"10,000 inference files ingested in {args.split} runs", root))
+        queries[root] = [QUERIES[0], ("point query on response_id", f"SELECT response FROM responses WHERE response_id = '{rid}'",
+                                      f"SELECT response FROM '{{root}}/responses/*.parquet' WHERE response_id = '{rid}'")]
     for name, root in roots:
-        for label, query, plain in QUERIES:
+        for label, query, plain in queries[root]:
             say(f"{name}, {label}: {root}")
             table(f"{name}, {label} (`{query}`, median of {args.runs})",
                   measure(root, warehouses, args.runs, env, query, plain))
+            if args.warm:
+                warm_table(f"{name}, {label}: a notebook's next query (median of {WARM_REPEAT} on one connection)",
+                           warm(root, warehouses, env, query, plain))
 
 
 if __name__ == "__main__":

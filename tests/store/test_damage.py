@@ -243,6 +243,7 @@ SNAPSHOTS = {
     "no tables": lambda d: d.pop("tables"),
     "version -1": lambda d: d["tables"]["responses"].update(version=-1),
     "version '0'": lambda d: d["tables"]["responses"].update(version="0"),
+    "a file_schema that is no digest": lambda d: d["tables"]["responses"].update(file_schema=["a"]),
     "a table outside the root": lambda d: d["tables"].update({"../outside/responses": d["tables"]["responses"]}),
 }
 

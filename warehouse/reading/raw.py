@@ -7,19 +7,22 @@ Arrow datasets registered in the connection (``register_remote_files``).
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from warehouse.filesystems import FileSystems
 from warehouse.formatkit.read_schema import ReadSchema, ReadTable
 from warehouse.reading.statements import create_view, duckdb_errors
 from warehouse.reading.statements import quote as _quote
-from warehouse.store.snapshots import SnapshotRecord
+from warehouse.store.snapshots import FILE_SCHEMA, SnapshotRecord
 
 if TYPE_CHECKING:
     import duckdb
 
-def raw_select(table: ReadTable, files: list[str], present: set[str]) -> str:
-    """SELECT for ``raw.<table>`` over ``files`` whose union of columns is ``present``."""
+def raw_select(table: ReadTable, files: list[str], present: set[str], one_schema: bool = False) -> str:
+    """SELECT for ``raw.<table>`` over ``files`` whose union of columns is ``present``; ``one_schema``: every
+    file has the same columns of the same types (the pin's ``FILE_SCHEMA``), so DuckDB need not match them
+    by name, which reads every file's footer and unifies their schemas each time a query binds the view."""
     cols = []
     for name, t, json in table.columns:
         if name not in present:
@@ -34,6 +37,8 @@ def raw_select(table: ReadTable, files: list[str], present: set[str]) -> str:
     if len(files) == 1 and files[0].startswith(ARROW_SCAN):  # a remote root's files: an Arrow dataset (below)
         return f"SELECT {select}\nFROM {files[0][len(ARROW_SCAN):]}"
     file_list = "[" + ", ".join(_quote(f) for f in files) + "]"
+    if one_schema:
+        return f"SELECT {select}\nFROM read_parquet({file_list})"
     return f"SELECT {select}\nFROM read_parquet({file_list}, union_by_name = true)"
 
 
@@ -64,8 +69,27 @@ def create_raw_views(con: duckdb.DuckDBPyConnection, schema: ReadSchema, files: 
 def raw_statement(table: ReadTable, files: dict[str, list[str]], record: SnapshotRecord) -> str:
     """The statement that makes ``raw.<table>`` over its pinned ``files`` (table -> files), with the columns
     ``record`` says its files have."""
-    present = set((record.tables.get(table.name) or {}).get("columns", ()))
-    return f"CREATE OR REPLACE VIEW raw.{table.name} AS " + raw_select(table, files.get(table.name, []), present)
+    pinned = record.tables.get(table.name) or {}
+    one_schema = bool(pinned.get(FILE_SCHEMA))
+    listed = files.get(table.name, [])
+    return f"CREATE OR REPLACE VIEW raw.{table.name} AS " + raw_select(
+        table, largest_first(listed) if one_schema else listed, set(pinned.get("columns", ())), one_schema)
+
+
+def largest_first(files: list[str]) -> list[str]:
+    """``files`` with the largest first. Without ``union_by_name`` DuckDB estimates a read of several files as
+    the first one's rows times their number, and a join holds the side it estimates smaller in memory:
+    estimated from a small first file, ``responses`` was taken for the smaller side of a join with a filtered
+    ``path_fields`` and read whole, where the paths that matched would have skipped all but one row group.
+    (Rows come in file order where a query sets none: this order, of no meaning, as the commits' was.)"""
+    if len(files) < 2 or any(f.startswith(ARROW_SCAN) for f in files):
+        return files
+    try:
+        sizes = {f: os.stat(f).st_size for f in files}
+    except OSError:  # (a file gone: the view fails naming it, as it would in any order)
+        return files
+    first = max(files, key=sizes.__getitem__)
+    return [first, *(f for f in files if f != first)]
 
 
 def footers_readable(con: duckdb.DuckDBPyConnection, files: list[str]) -> bool:

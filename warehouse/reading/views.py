@@ -149,8 +149,10 @@ def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None, threads:
     import duckdb
 
     con = duckdb.connect(":memory:")
-    # GLOBAL: cursors of this connection (one per call in ``Warehouse``) get it too.
-    con.execute(f"SET GLOBAL dynamic_or_filter_threshold = {PATH_FILTER_LIST_MAX}")
+    # GLOBAL: cursors of this connection (one per call in ``Warehouse``) get it too. The footers a query
+    # reads are kept for the next (a file changed since is read again): each query of a notebook or of
+    # the viewer read every footer of the tables it names anew.
+    con.execute(f"SET GLOBAL dynamic_or_filter_threshold = {PATH_FILTER_LIST_MAX}; SET GLOBAL parquet_metadata_cache = true")
     if threads:
         con.execute(f"SET threads = {int(threads)}")
     # the files themselves (local paths or URLs), before a remote root's are swapped for Arrow scans

@@ -45,7 +45,7 @@ from warehouse.run.worker import BatchResult
 from warehouse.store import delta, remote_root
 from warehouse.store.delta import Part
 from warehouse.store.files import fsync
-from warehouse.store.snapshots import RUN_ID, SnapshotRecord
+from warehouse.store.snapshots import FILE_SCHEMA, RUN_ID, SnapshotRecord, pin
 from warehouse.store.storage import Store
 from warehouse.store.writer import PARQUET_OPTIONS, column_encodings, open_parquet_writer
 from warehouse.tables import SOURCES
@@ -129,6 +129,8 @@ class _TableChange:
     rows_added: int = 0
     rows_removed: int = 0
     columns: set[str] = field(default_factory=set)
+    #: the ``file_schema`` of the files it keeps of ``version`` ("" for none, None when not known)
+    kept_schema: str | None = ""
 
 
 def commit(store: Store, record: SnapshotRecord, catalog: Catalog, changes: Changes) -> bool:
@@ -165,6 +167,7 @@ def commit(store: Store, record: SnapshotRecord, catalog: Catalog, changes: Chan
         change = _TableChange(name, table.arrow_schema, None if name in mending.remake else record.version(name))
         if change.version is not None:
             change.columns = set(record.tables[name].get("columns", table.column_names))
+            change.kept_schema = record.tables[name].get(FILE_SCHEMA)
             lost = mending.lost.get(name, set())
             if replaced or lost:
                 _drop_rows_of(store, change, replaced, lambda: f"{run_id}-rw{next(rewrite_no):05d}.parquet", lost)
@@ -241,7 +244,8 @@ def commit_plan(store: Store, record: SnapshotRecord, new: SnapshotRecord, plan:
                 if version is None or c.adds or c.removes:
                     store.check_lock()  # a run whose lease on a remote root was taken over stops here
                     version = delta.commit_table(store.table_uri(c.name), c.version, c.schema, c.adds, c.removes, meta)
-                new.tables[c.name] = {"version": version, "columns": sorted(c.columns, key=_order(c.schema))}
+                new.tables[c.name] = pin(version, sorted(c.columns, key=_order(c.schema)),
+                                         delta.shared_schema(c.kept_schema, c.adds))
             for name, pinned in record.tables.items():  # tables no longer declared keep their pin
                 new.tables.setdefault(name, pinned)
             store.check_lock()
@@ -267,7 +271,8 @@ def _whole(store: Store, record: SnapshotRecord, name: str, schema: pa.Schema, p
     """A table rewritten whole each run (``sources``, ``path_fields``): its files removed, one added (``remake``:
     tables whose log is lost, made again)."""
     version = None if name in remake else record.version(name)
-    change = _TableChange(name, schema, version, adds=[part], rows_added=part.rows, columns=set(schema.names))
+    change = _TableChange(name, schema, version, adds=[part], rows_added=part.rows, columns=set(schema.names),
+                          kept_schema="")  # (every file of the version before goes)
     if version is not None:
         actions = delta.add_actions(store.table_uri(name), version)
         change.removes = actions.column("path").to_pylist()

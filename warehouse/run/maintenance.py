@@ -127,7 +127,7 @@ def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, 
     from warehouse.run.runner import say
     from warehouse.store import delta
     from warehouse.store.readable import declared
-    from warehouse.store.snapshots import SnapshotRecord, new_run_id
+    from warehouse.store.snapshots import SnapshotRecord, new_run_id, pin
     from warehouse.store.storage import Store
 
     root = checks.root(root)
@@ -173,6 +173,9 @@ def compact(root: str | os.PathLike, *, retention_hours: int = RETENTION_HOURS, 
                         table = delta.open_table(uri)
                     summary.files_after[name] = len(table.file_uris())
                     new.tables[name] = {**pinned, "version": table.version()}
+                    if done.get("numFilesRemoved"):  # delta-rs wrote the merged files: the schema they share, anew
+                        new.tables[name] = pin(table.version(), pinned.get("columns", []), delta.files_schema(
+                            delta.live_files(uri, table.version()), store.filesystems))
                 for name, pinned in record.tables.items():
                     new.tables.setdefault(name, pinned)
                 new.did = {"files_compacted": compacted, "files_deleted": summary.files_deleted,

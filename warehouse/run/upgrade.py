@@ -21,7 +21,7 @@ from warehouse.formatkit.declared_views import PATH_FIELDS, path_fields_sql_hash
 from warehouse.run.path_fields import materialize_path_fields
 from warehouse.store import delta
 from warehouse.store.delta import Part
-from warehouse.store.snapshots import SnapshotRecord, new_run_id
+from warehouse.store.snapshots import SnapshotRecord, new_run_id, pin
 from warehouse.store.storage import LEGACY_MANIFEST, Store
 
 LEGACY_FORMAT = 1
@@ -106,8 +106,8 @@ def _convert(store: Store, manifest: dict) -> None:
                                    f"which is not a readable Parquet file ({first_line(e)}); {REINGEST}") from None
             columns |= set(entry["columns"])
         version = delta.commit_table(store.table_uri(name), None, table.arrow_schema, parts, [], meta)
-        record.tables[name] = {"version": version, "columns": [c for c in table.column_names if c in columns]
-                               + sorted(columns - set(table.column_names))}
+        record.tables[name] = pin(version, [c for c in table.column_names if c in columns]
+                                  + sorted(columns - set(table.column_names)), delta.shared_schema("", parts))
         if parts:
             rows[name] = sum(p.rows for p in parts)
     sources = record.tables["sources"]
@@ -120,8 +120,8 @@ def _convert(store: Store, manifest: dict) -> None:
         schema = materialize_path_fields(empty, pf_path)
         os.unlink(empty)
     pf = [Part.of(root, pf_path)]
-    record.tables[PATH_FIELDS] = {"version": delta.commit_table(store.table_uri(PATH_FIELDS), None, schema, pf, [], meta),
-                                  "columns": schema.names}
+    record.tables[PATH_FIELDS] = pin(delta.commit_table(store.table_uri(PATH_FIELDS), None, schema, pf, [], meta),
+                                     schema.names, delta.shared_schema("", pf))
     record.did = {"converted_from": f"{LEGACY_MANIFEST} version {manifest.get('version')}", "rows_added": rows,
                   "files_ingested": 0, "files_replaced": 0, "files_pruned": 0, "rows_removed": {}}
     store.write_snapshot(record)

@@ -45,6 +45,8 @@ class Part:
     size: int
     mtime_ms: int
     stats: str  # Delta statistics JSON
+    #: ``file_schema`` of its footer (None: not known)
+    schema: str | None = None
 
     @classmethod
     def of(cls, root: str, abspath: str) -> "Part":
@@ -54,7 +56,32 @@ class Part:
         meta = pq.read_metadata(path, filesystem=fs)
         info = fs.get_file_info(path)
         return cls(os.path.relpath(abspath, root), meta.num_rows, info.size, int(info.mtime.timestamp() * 1000),
-                   file_stats(meta))
+                   file_stats(meta), file_schema(meta))
+
+
+def file_schema(meta) -> str:
+    """A digest of what a reader binds a Parquet file's columns by (each leaf's path, types and levels), from
+    its footer: files with the same digest can be read as one relation without matching their columns by
+    name (``shared_schema``)."""
+    import hashlib
+
+    schema = meta.schema
+    leaves = (schema.column(i) for i in range(len(schema)))
+    text = "\n".join(f"{c.path}\t{c.physical_type}\t{c.logical_type}\t{c.max_definition_level}\t"
+                     f"{c.max_repetition_level}" for c in leaves)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def shared_schema(kept: str | None, parts: list[Part]) -> str | None:
+    """The ``file_schema`` every live file of a table version shares: ``kept`` is that of the files it keeps
+    from the version before ("" for none, None when not known), ``parts`` the files it adds. "" for a table
+    with no file; None when they differ or one is not known."""
+    digests = {p.schema for p in parts}
+    if kept is None or None in digests:
+        return None
+    if kept:
+        digests.add(kept)
+    return "" if not digests else digests.pop() if len(digests) == 1 else None
 
 
 def file_stats(meta) -> str:
@@ -273,6 +300,20 @@ def live_files(uri: str, version: int) -> list[str]:
     """Absolute paths of the table's files at ``version`` (deltalake gives them percent-encoded: a root
     with a space in its path would read as missing files)."""
     return files_and_schema(open_table(uri, version))[0]
+
+
+def files_schema(paths: list[str], filesystems: FileSystems) -> str | None:
+    """``shared_schema`` of the files at ``paths``, read from their footers (None when one cannot be read)."""
+    import pyarrow.parquet as pq
+
+    digests = set()
+    for path in paths:
+        fs, where = filesystems.path(path)
+        try:
+            digests.add(file_schema(pq.read_metadata(where, filesystem=fs)))
+        except (OSError, ValueError):  # (pyarrow's ArrowInvalid is a ValueError)
+            return None
+    return "" if not digests else digests.pop() if len(digests) == 1 else None
 
 
 def live_files_by_version(uri: str, versions: set[int]) -> dict[int, list[str] | None]:

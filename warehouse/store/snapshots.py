@@ -27,8 +27,10 @@ def new_run_id() -> str:
 class SnapshotRecord:
     """One warehouse snapshot: what ``.warehouse/snapshots/<number>.json`` holds.
 
-    ``tables``: ``{table: {"version": Delta version, "columns": [columns some live file has]}}``
-    (the columns let the views read files written before a column was declared).
+    ``tables``: ``{table: {"version": Delta version, "columns": [columns some live file has],
+    "file_schema": digest}}`` (the columns let the views read files written before a column was declared;
+    ``file_schema``, when every live file has the same columns of the same types, lets them read the files
+    without matching columns by name: ``pin``).
     ``did``: what the run did (``files_ingested``, ``files_replaced``, ``files_pruned``,
     ``rows_added`` / ``rows_removed`` per table), for ``warehouse history``.
     """
@@ -72,6 +74,19 @@ class SnapshotRecord:
                    settings=d.get("settings", {}))
 
 
+#: the key of a table's pin naming the schema all its live files share (``delta.file_schema``); absent when
+#: they differ or it is not known (a snapshot of an older version), and the views then match columns by name
+FILE_SCHEMA = "file_schema"
+
+
+def pin(version: int, columns: list[str], file_schema: str | None) -> dict:
+    """A table's entry in ``SnapshotRecord.tables``."""
+    out = {"version": version, "columns": columns}
+    if file_schema is not None:
+        out[FILE_SCHEMA] = file_schema
+    return out
+
+
 #: what a table may be called in a snapshot: a name, never a path (the tables are folders of the root)
 TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -106,6 +121,8 @@ def _not_a_snapshot(d, number: int) -> str | None:
         columns = pin.get("columns", [])
         if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
             return f"its table {name} has columns {columns!r}, not a list of names"
+        if not isinstance(pin.get(FILE_SCHEMA, ""), str):
+            return f"its table {name} has {FILE_SCHEMA} {pin[FILE_SCHEMA]!r}, not a digest"
     return None
 
 
