@@ -19,7 +19,9 @@ The roots: the bundled samples ingested, and a warehouse of ``--files`` trait-in
 files (bench/corpora.py), both made once under --corpus and reused; with ``--split K``, also the
 first 10,000 of those files ingested in K runs (as data that came a little at a time: K files per
 table), on which the point query is on ``response_id`` (its ``path_fields`` folder holds each run's
-file, of which the views read the last). The roots are made by the first ``--warehouse``.
+file, of which the views read the last). The roots are made by the first ``--warehouse``; with
+``--own-roots``, each ``--warehouse`` makes and reads its own, under ``--corpus/LABEL`` (a change to what
+an ingest writes), and plain DuckDB reads the first one's.
 
 A notebook's next query (``--warm``): in one process, the query run ``WARM_REPEAT`` times on one
 connection after a first, plain DuckDB's (``duckdb.connect().sql``) against ``warehouse.connect``'s;
@@ -70,20 +72,20 @@ def ingested(src: Path, root: Path, python: str, env: dict) -> Path:
     return root
 
 
-def inference_root(files: int, base: Path, python: str, env: dict) -> Path:
+def inference_root(files: int, base: Path, python: str, env: dict, at: Path | None = None) -> Path:
     src = base / f"inference-{files}"
     if not (src / ".complete").exists():
         say(f"writing {files:,} inference files under {src} ...")
         subprocess.run([sys.executable, str(HERE / "corpora.py"), "inference", "--files", str(files),
                         "--out", str(src)], check=True)
         (src / ".complete").touch()
-    return ingested(src, base / f"inference-{files}-wh", python, env)
+    return ingested(src, (at or base) / f"inference-{files}-wh", python, env)
 
 
-def split_root(files: int, runs: int, base: Path, python: str, env: dict) -> Path:
+def split_root(files: int, runs: int, base: Path, python: str, env: dict, at: Path | None = None) -> Path:
     """The first 10,000 of the ``files`` inference files ingested in ``runs`` runs, one slice each."""
     src = base / f"inference-{files}"
-    root = base / f"inference-10000-in-{runs}-runs-wh"
+    root = (at or base) / f"inference-10000-in-{runs}-runs-wh"
     if not (root / ".complete").exists():
         shutil.rmtree(root, ignore_errors=True)
         paths = sorted(str(p) for p in src.rglob("*.json"))[:10_000]
@@ -116,13 +118,14 @@ print(statistics.median(times))
 """
 
 
-def warm(root: Path, warehouses, env: dict, query: str, plain: str) -> list[tuple[str, float]]:
+def warm(roots: dict[str, Path], warehouses, env: dict, query: str, plain: str) -> list[tuple[str, float]]:
     """The median time of a query on an open connection, in each contender's process."""
-    cwd = str(root.parent)
+    first = roots[warehouses[0][0]]
+    cwd = str(first.parent)
     contenders = [("duckdb over the files", sys.executable, "import duckdb; con = duckdb.connect()",
-                   plain.format(root=root))]
-    contenders += [(f"`connect` {label}", python, f"import warehouse; con = warehouse.connect({str(root)!r})", query)
-                   for label, python in warehouses]
+                   plain.format(root=first))]
+    contenders += [(f"`connect` {label}", python, f"import warehouse; con = warehouse.connect({str(roots[label])!r})",
+                    query) for label, python in warehouses]
     out = []
     for label, python, opening, sql in contenders:
         proc = subprocess.run([python, "-c", WARM.format(open=opening, sql=sql, repeat=WARM_REPEAT)],
@@ -142,17 +145,22 @@ def warm_table(name: str, results: list[tuple[str, float]]) -> None:
         print(f"| {label} | {1000 * seconds:.1f} ms | {seconds / plain:.2f} |", flush=True)
 
 
-def commands(root: Path, warehouses: list[tuple[str, str]], query: str, plain: str) -> list[tuple[str, list[str]]]:
-    out = [("duckdb over the files", [sys.executable, "-c", PLAIN.format(sql=plain.format(root=root))])]
+def commands(roots: dict[str, Path], warehouses: list[tuple[str, str]], query: str,
+             plain: str) -> list[tuple[str, list[str]]]:
+    """Plain DuckDB over the first warehouse's root, and each warehouse's commands over its own (``roots``)."""
+    out = [("duckdb over the files",
+            [sys.executable, "-c", PLAIN.format(sql=plain.format(root=roots[warehouses[0][0]]))])]
     for label, python in warehouses:
+        root = roots[label]
         out.append((f"`warehouse sql` {label}", [python, "-m", "warehouse.cli", "sql", query, "--root", str(root)]))
         out.append((f"`connect` + query {label}", [python, "-c", CONNECT.format(root=str(root), sql=query)]))
     return out
 
 
-def measure(root: Path, warehouses, runs: int, env: dict, query: str, plain: str) -> list[tuple[str, float, float]]:
-    cmds = commands(root, warehouses, query, plain)
-    cwd = str(root.parent)  # not a checkout: `-c` and `-m` put the working directory first on sys.path
+def measure(roots: dict[str, Path], warehouses, runs: int, env: dict, query: str,
+            plain: str) -> list[tuple[str, float, float]]:
+    cmds = commands(roots, warehouses, query, plain)
+    cwd = str(roots[warehouses[0][0]].parent)  # not a checkout: `-c` and `-m` put the working directory first on sys.path
     for label, cmd in cmds:  # untimed: bytecode written, files in the page cache
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd)
         if proc.returncode:
@@ -187,6 +195,9 @@ def main() -> None:
     ap.add_argument("--corpus", default="/tmp/warehouse-bench")
     ap.add_argument("--split", type=int, default=0, metavar="K", help="also a root of 10,000 files ingested in K runs")
     ap.add_argument("--warm", action="store_true", help="also a notebook's next query on an open connection")
+    ap.add_argument("--own-roots", action="store_true",
+                    help="each --warehouse reads roots it ingested itself (under --corpus/LABEL): a change to what is "
+                         "written; plain DuckDB reads the first one's")
     ap.add_argument("--warehouse", action="append", default=[], metavar="LABEL=PYTHON",
                     help="a Python whose environment has the warehouse to measure (several: compared in one run)")
     args = ap.parse_args()
@@ -194,18 +205,29 @@ def main() -> None:
     base.mkdir(parents=True, exist_ok=True)
     warehouses = [tuple(w.split("=", 1)) for w in args.warehouse] or [("", sys.executable)]
     env = environment(base)
-    roots = [("the bundled samples", ingested(SAMPLES, base / "samples-wh", warehouses[0][1], env)),
-             (f"{args.files:,} inference files", inference_root(args.files, base, warehouses[0][1], env))]
-    queries = {root: QUERIES for _, root in roots}
+    # each warehouse's folder of roots: its own (--own-roots), else the first one's, shared
+    makers = warehouses if args.own_roots else warehouses[:1]
+    at = {label: (base / label if args.own_roots else base) for label, _ in warehouses}
+
+    def each(make) -> dict[str, Path]:
+        made = {label: make(python, at[label]) for label, python in makers}
+        return {label: made.get(label, made[makers[0][0]]) for label, _ in warehouses}
+
+    for label, _ in makers:
+        at[label].mkdir(parents=True, exist_ok=True)
+    roots = [("the bundled samples", each(lambda python, where: ingested(SAMPLES, where / "samples-wh", python, env))),
+             (f"{args.files:,} inference files",
+              each(lambda python, where: inference_root(args.files, base, python, env, where)))]
+    queries = [QUERIES, QUERIES]
     if args.split:
-        root = split_root(args.files, args.split, base, warehouses[0][1], env)
-        rid = one_response_id(root)
-        roots.append((f"10,000 inference files ingested in {args.split} runs", root))
-        queries[root] = [QUERIES[0], ("point query on response_id", f"SELECT response FROM responses WHERE response_id = '{rid}'",
-                                      f"SELECT response FROM '{{root}}/responses/*.parquet' WHERE response_id = '{rid}'")]
-    for name, root in roots:
-        for label, query, plain in queries[root]:
-            say(f"{name}, {label}: {root}")
+        split = each(lambda python, where: split_root(args.files, args.split, base, python, env, where))
+        rid = one_response_id(split[warehouses[0][0]])  # (the same files ingested: the same ids in every root)
+        roots.append((f"10,000 inference files ingested in {args.split} runs", split))
+        queries.append([QUERIES[0], ("point query on response_id", f"SELECT response FROM responses WHERE response_id = '{rid}'",
+                                     f"SELECT response FROM '{{root}}/responses/*.parquet' WHERE response_id = '{rid}'")])
+    for (name, root), asked in zip(roots, queries):
+        for label, query, plain in asked:
+            say(f"{name}, {label}: {', '.join(sorted(set(map(str, root.values()))))}")
             table(f"{name}, {label} (`{query}`, median of {args.runs})",
                   measure(root, warehouses, args.runs, env, query, plain))
             if args.warm:

@@ -167,6 +167,27 @@ def test_path_fields_evaluated_while_the_batches_run_are_the_ones_materialised_a
     assert not (tmp_path / "partial.parquet").exists()
 
 
+def test_path_fields_of_many_paths_is_written_in_row_groups_every_core_reads(tmp_path):
+    """Every read of responses joins path_fields: as one row group, its paths were decoded on one thread."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from warehouse.run.path_fields import PathFieldsAhead, materialize_path_fields
+
+    paths = [f"/w/experiments/e/inference/instruct/responses/t/x/response/s/{i}.json" for i in range(40_000)]
+    sources = tmp_path / "sources.parquet"
+    pq.write_table(pa.table({"source_path": paths}), sources)
+    materialize_path_fields(str(sources), str(tmp_path / "direct.parquet"))
+    ahead = PathFieldsAhead(set(paths))
+    try:
+        ahead.write(str(sources), str(tmp_path / "ahead.parquet"))
+    finally:
+        ahead.close()
+    for name in ("direct.parquet", "ahead.parquet"):
+        meta = pq.ParquetFile(tmp_path / name).metadata
+        assert meta.num_rows == 40_000 and meta.num_row_groups >= 2, (name, meta.num_row_groups)
+
+
 @pytest.mark.parametrize("failure", ["strict", "interrupt"])
 def test_path_fields_ahead_is_closed_when_the_batches_fail(tmp_path, monkeypatch, failure):
     """The evaluation started before the batches is stopped and its connection closed however the run

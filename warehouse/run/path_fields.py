@@ -11,6 +11,10 @@ import os
 from warehouse.formatkit.declared_views import path_fields_statement
 from warehouse.reading.statements import quote as _quote
 
+#: how path_fields is written. Row groups of their own let every core of a query read it: as one row group,
+#: the join every read of ``responses`` makes decoded its paths on one thread.
+COPY_OPTIONS = "(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 16384)"
+
 
 def materialize_path_fields(sources_file: str, out_path: str):
     """Write path_fields for the catalog file ``sources_file`` to ``out_path`` (Parquet); its Arrow schema."""
@@ -23,7 +27,7 @@ def materialize_path_fields(sources_file: str, out_path: str):
         con.execute(f"CREATE VIEW raw.sources AS SELECT source_path FROM read_parquet({_quote(sources_file)})")
         con.execute(path_fields_statement())
         os.makedirs(os.path.dirname(out_path), exist_ok=True)
-        con.execute(f"COPY (SELECT * FROM path_fields ORDER BY source_path) TO {_quote(out_path)} (FORMAT parquet, COMPRESSION zstd)")
+        con.execute(f"COPY (SELECT * FROM path_fields ORDER BY source_path) TO {_quote(out_path)} {COPY_OPTIONS}")
     finally:
         con.close()
     return pq.read_schema(out_path)
@@ -98,7 +102,7 @@ class PathFieldsAhead:
         # source_path from the catalog file, as the direct COPY has it (declared NOT NULL there)
         con.execute(f"COPY (SELECT wanted.source_path, ahead.* EXCLUDE (source_path) FROM wanted "
                     f"JOIN ahead ON wanted.source_path = ahead.source_path ORDER BY wanted.source_path) "
-                    f"TO {_quote(out_path)} (FORMAT parquet, COMPRESSION zstd)")
+                    f"TO {_quote(out_path)} {COPY_OPTIONS}")
         return pq.read_schema(out_path)
 
     def close(self) -> None:
