@@ -76,6 +76,49 @@ def test_files_of_one_schema_are_read_as_one_relation_and_others_by_name(tmp_pat
     assert w.rows("SELECT count(*) AS n FROM raw.responses")[0]["n"] == len(rows)
 
 
+def test_a_file_replaced_by_one_of_other_columns_is_read_by_name(tmp_path):
+    """A file not the size its table's log recorded may have other columns (replaced by hand): its table is read
+    by name, as before the pin (its rows as they are, the column it lacks NULL), the others as one relation."""
+    import pyarrow.parquet as pq
+
+    w = Warehouse(tmp_path / "wh")
+    src = tmp_path / "src"
+    src.mkdir()
+    for f in sorted((SAMPLES / "afterimage").glob("*.jsonl")):
+        (src / f.name).write_bytes(f.read_bytes())
+        w.ingest(src)
+    files = delta.live_files(str(w.root / "responses"), _pinned(w.root, "responses")["version"])
+    want = w.rows("SELECT count(*) AS n, count(persona) AS p FROM responses")[0]
+    replaced = max(files, key=os.path.getsize)  # (listed first: DuckDB would bind the view to its columns)
+    lacking = pq.read_table(replaced)
+    pq.write_table(lacking.drop_columns(["persona"]), replaced)
+    assert "union_by_name = true" in _raw_sql(w.root, "responses")
+    assert "union_by_name" not in _raw_sql(w.root, "turns")
+    got = w.rows("SELECT count(*) AS n, count(persona) AS p FROM responses")[0]
+    assert got == {"n": want["n"], "p": want["p"] - lacking.num_rows}
+
+
+def test_the_columns_hint_passes_over_a_view_that_cannot_be_bound(tmp_path):
+    """What a query's unknown column is answered with names the columns of the views it reads; a view that
+    cannot be bound itself (a file under it unreadable) is left out, not raised from the hint."""
+    import duckdb
+
+    from warehouse.reading.query import missing_column_hint
+    from warehouse.reading.statements import create_view
+
+    con = duckdb.connect()
+    con.execute("CREATE VIEW good AS SELECT 1 AS a")
+    create_view(con, f"CREATE VIEW bad AS SELECT * FROM read_parquet('{tmp_path / 'gone.parquet'}')")
+    query = "SELECT x FROM good, bad"
+    try:
+        con.execute(query)
+    except duckdb.Error as e:
+        error = e
+    assert missing_column_hint(con, query, duckdb.BinderException('Referenced column "x" not found')) == (
+        "\n\ncolumns of good: a")
+    assert isinstance(error, duckdb.Error)
+
+
 def test_a_connection_keeps_the_footers_it_read(samples_wh):
     """Each query of a notebook or of the viewer would read every footer of the tables it names again."""
     con = warehouse.connect(samples_wh.root)

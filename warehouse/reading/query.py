@@ -59,10 +59,15 @@ def missing_column_hint(con: duckdb.DuckDBPyConnection, sql: str, error: duckdb.
             v for v in views if re.search(rf"\b{re.escape(v)}\s+(?:AS\s+)?\"?{re.escape(name)}\b", sql, re.IGNORECASE)]
     else:  # `Referenced column "x" not found in FROM clause`: the views in the query
         found = [v for v in views if re.search(rf"\b{re.escape(v)}\b", sql, re.IGNORECASE)]
-    if not found:
+    columns = {}
+    for v in sorted(found):
+        try:
+            columns[v] = [r[0] for r in con.execute(f"DESCRIBE {v}").fetchall()]
+        except duckdb.Error:  # a view that cannot be bound (what the error is about): its columns are not known
+            continue
+    if not columns:
         return ""
-    return "\n\n" + "\n".join(
-        f"columns of {v}: {', '.join(r[0] for r in con.execute(f'DESCRIBE {v}').fetchall())}" for v in sorted(found))
+    return "\n\n" + "\n".join(f"columns of {v}: {', '.join(names)}" for v, names in columns.items())
 
 
 def _views(con: duckdb.DuckDBPyConnection) -> list[str]:

@@ -66,27 +66,34 @@ def create_raw_views(con: duckdb.DuckDBPyConnection, schema: ReadSchema, files: 
         create_view(con, create + failing_select(table, damaged[table.name]))
 
 
-def raw_statement(table: ReadTable, files: dict[str, list[str]], record: SnapshotRecord) -> str:
+def raw_statement(table: ReadTable, files: dict[str, list[str]], record: SnapshotRecord,
+                  logged: dict[str, int] | None = None) -> str:
     """The statement that makes ``raw.<table>`` over its pinned ``files`` (table -> files), with the columns
-    ``record`` says its files have."""
+    ``record`` says its files have; read as one relation when ``record`` pins the schema they share and each
+    file is the size ``logged`` says its table's log recorded (a file replaced since is read by name)."""
     pinned = record.tables.get(table.name) or {}
-    one_schema = bool(pinned.get(FILE_SCHEMA))
     listed = files.get(table.name, [])
+    one = largest_first(listed, logged) if pinned.get(FILE_SCHEMA) and logged is not None else None
     return f"CREATE OR REPLACE VIEW raw.{table.name} AS " + raw_select(
-        table, largest_first(listed) if one_schema else listed, set(pinned.get("columns", ())), one_schema)
+        table, listed if one is None else one, set(pinned.get("columns", ())), one is not None)
 
 
-def largest_first(files: list[str]) -> list[str]:
-    """``files`` with the largest first. Without ``union_by_name`` DuckDB estimates a read of several files as
+def largest_first(files: list[str], logged: dict[str, int]) -> list[str] | None:
+    """``files`` with the largest first; None when one is not the size its log recorded (replaced: it may
+    have other columns) or is gone. Without ``union_by_name`` DuckDB estimates a read of several files as
     the first one's rows times their number, and a join holds the side it estimates smaller in memory:
     estimated from a small first file, ``responses`` was taken for the smaller side of a join with a filtered
     ``path_fields`` and read whole, where the paths that matched would have skipped all but one row group.
     (Rows come in file order where a query sets none: this order, of no meaning, as the commits' was.)"""
-    if len(files) < 2 or any(f.startswith(ARROW_SCAN) for f in files):
-        return files
+    if any(f.startswith(ARROW_SCAN) for f in files):
+        return None
     try:
         sizes = {f: os.stat(f).st_size for f in files}
-    except OSError:  # (a file gone: the view fails naming it, as it would in any order)
+    except OSError:
+        return None
+    if any(logged.get(f) != size for f, size in sizes.items()):
+        return None
+    if len(files) < 2:
         return files
     first = max(files, key=sizes.__getitem__)
     return [first, *(f for f in files if f != first)]

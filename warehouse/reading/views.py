@@ -68,10 +68,11 @@ def path_fields_view(files: list[str]) -> str:
 
 
 def sound_statements(schema: ReadSchema, files: dict[str, list[str]], record: SnapshotRecord,
-                     path_fields_files: list[str] | None) -> list[str]:
+                     path_fields_files: list[str] | None, logged: dict[str, int] | None = None) -> list[str]:
     """Every view's statement, in the order they are made, for a local snapshot with nothing damaged
-    (``create_raw_views`` and ``apply_sql_views`` make the same when nothing is)."""
-    out = [raw_statement(table, files, record) for table in schema.tables]
+    (``create_raw_views`` and ``apply_sql_views`` make the same when nothing is); ``logged``: each file's size
+    as its table's log recorded it (``raw_statement``)."""
+    out = [raw_statement(table, files, record, logged) for table in schema.tables]
     for name, statement in schema.views:
         out.append(path_fields_view(path_fields_files) if name == PATH_FIELDS and path_fields_files else statement)
     return out
@@ -122,7 +123,8 @@ def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None, threads:
     # others stay readable. An older snapshot's may have been: it is read whole or not at all.
     damaged: dict[str, Damage] | None = {} if as_of is None else None
     opened: dict | None = {} if store.remote else None
-    files = pinned_files(store, record, schemas, damaged, opened)
+    logged: dict[str, int] = {}  # the sizes the logs recorded: a table's files read as one only while they are those
+    files = pinned_files(store, record, schemas, damaged, opened, logged)
     if as_of is not None or store.remote:
         from warehouse.store import delta_damage  # (here: a cold query on a sound local root does without it)
     if as_of is not None:
@@ -164,7 +166,7 @@ def open_snapshot(root: str | os.PathLike, *, as_of: int | None = None, threads:
     fresh = record.path_fields_sql == schema.path_fields_sql
     path_fields_files = files.get(PATH_FIELDS) if fresh and PATH_FIELDS not in messages else None
     if not store.remote and not messages and footers_readable(con, list(every)):  # the usual case: nothing damaged
-        make_views(con, sound_statements(schema, files, record, path_fields_files))
+        make_views(con, sound_statements(schema, files, record, path_fields_files, logged))
     else:
         create_raw_views(con, schema, files, record, messages,
                          None if damaged is None else _diagnose_view(store, record, opened))

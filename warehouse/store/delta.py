@@ -335,8 +335,9 @@ def live_files_by_version(uri: str, versions: set[int]) -> dict[int, list[str] |
     return out
 
 
-def local_files(uri: str, version: int) -> list[str] | None:
-    """``live_files(uri, version)`` of a table on local disk, read from its log without deltalake: a reader
+def local_files(uri: str, version: int, sizes: dict[str, int] | None = None) -> list[str] | None:
+    """``live_files(uri, version)`` of a table on local disk, read from its log without deltalake (``sizes``,
+    when given, gets each file's size as the log recorded it, by its path): a reader
     opening a warehouse needs only the file list, and importing deltalake and loading every table with it
     was a good part of a small query's time from a cold process. None when the log is anything but what
     this reads (JSON commits and single-file checkpoints of reader version 1, no deletion vectors, relative
@@ -372,6 +373,7 @@ def local_files(uri: str, version: int) -> list[str] | None:
         if batches[-1] is None:
             return None
     live: list[str] = []
+    logged: dict[str, int] = {}
     seen: set[str] = set()  # paths a newer action added or removed
     for action in (a for batch in batches for a in batch):
         if not isinstance(action, dict):
@@ -392,7 +394,11 @@ def local_files(uri: str, version: int) -> list[str] | None:
                 seen.add(act["path"])
                 if kind == "add":
                     live.append(act["path"])
-    return [os.path.join(uri, unquote(p)) for p in live]
+                    logged[act["path"]] = act.get("size")
+    out = [os.path.join(uri, unquote(p)) for p in live]
+    if sizes is not None:
+        sizes.update((path, logged[p]) for path, p in zip(out, live) if isinstance(logged[p], int))
+    return out
 
 
 #: a single-file checkpoint (``<version>.checkpoint.parquet``)

@@ -25,18 +25,20 @@ def declared(record: SnapshotRecord) -> list[str]:
 
 
 def pinned_files(store: Store, record: SnapshotRecord, schemas: dict | None = None,
-                 damaged: dict | None = None, opened: dict | None = None) -> dict[str, list[str]]:
+                 damaged: dict | None = None, opened: dict | None = None,
+                 sizes: dict[str, int] | None = None) -> dict[str, list[str]]:
     """table -> the files of the Delta version ``record`` pins; ``schemas`` (when given) gets each table's
     Arrow schema at that version, ``opened`` its DeltaTable opened there. A table whose log cannot be read:
     with ``damaged`` (a dict), its ``delta_damage.Damage`` goes there and the table is left out; without, a
-    StorageError saying so."""
+    StorageError saying so. ``sizes`` (when given) gets the size the log recorded of each local file read
+    from the log here (``delta.local_files``)."""
     out = {}
     for name in declared(record):
         version = record.tables[name]["version"]
         if schemas is None and opened is None and not store.remote:
             # its log read here when it is the plain case (deltalake for anything else, and to say what is damaged);
             # read whole, each commit the version needs is there and not empty (``delta_damage.log_gap`` looks for that)
-            found_files = delta.local_files(store.table_uri(name), version)
+            found_files = delta.local_files(store.table_uri(name), version, sizes)
             if found_files is not None:
                 out[name] = found_files
                 continue
