@@ -81,6 +81,11 @@ def shared_schema(kept: str | None, parts: list[Part]) -> str | None:
         return None
     if kept:
         digests.add(kept)
+    return _one_of(digests)
+
+
+def _one_of(digests: set[str]) -> str | None:
+    """The digest files share: "" for no file, None when they differ."""
     return "" if not digests else digests.pop() if len(digests) == 1 else None
 
 
@@ -313,7 +318,7 @@ def files_schema(paths: list[str], filesystems: FileSystems) -> str | None:
             digests.add(file_schema(pq.read_metadata(where, filesystem=fs)))
         except (OSError, ValueError):  # (pyarrow's ArrowInvalid is a ValueError)
             return None
-    return "" if not digests else digests.pop() if len(digests) == 1 else None
+    return _one_of(digests)
 
 
 def live_files_by_version(uri: str, versions: set[int]) -> dict[int, list[str] | None]:
