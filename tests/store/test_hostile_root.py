@@ -122,6 +122,42 @@ def test_compact_follows_no_link_out_of_a_table_folder(tmp_path):
     assert warehouse.sql(str(wh), "SELECT count(*) FROM responses").fetchall()[0][0] > 0
 
 
+@pytest.mark.parametrize("leading", ["../../outside.parquet", "..%2F..%2Foutside.parquet"])
+def test_a_data_file_a_log_places_outside_its_table_is_never_read(tmp_path, leading):
+    """A Delta log edited to list a data file out of its table's folder (here, a copy of the table's own file
+    beside the root): readers say the table is damaged, naming the path, and read nothing of it, the other
+    tables answer; the next ingest drops the entry unread and reads its sources again; the file is left alone."""
+    import json
+
+    src, wh, outside = tmp_path / "src", tmp_path / "wh", tmp_path / "outside.parquet"
+    src.mkdir()
+    sample = sorted((REPO / "samples" / "afterimage").glob("*.jsonl"))[0]
+    (src / sample.name).write_bytes(sample.read_bytes())
+    assert run("ingest", str(src), "--root", str(wh), "--quiet").returncode == 0
+    want = warehouse.sql(str(wh), "SELECT count(*) FROM responses").fetchall()[0][0]
+    (data,) = (wh / "responses").glob("*.parquet")
+    kept = data.read_bytes()
+    outside.write_bytes(kept)
+    data.unlink()
+    log = max((wh / "responses" / "_delta_log").glob("*.json"))
+    actions = [json.loads(line) for line in log.read_text().splitlines()]
+    for action in actions:
+        if "add" in action:
+            action["add"]["path"] = leading
+    log.write_text("".join(json.dumps(a) + "\n" for a in actions))
+    r = run("sql", "SELECT count(*) FROM responses", "--root", str(wh))
+    assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "table responses is damaged" in r.stderr and "outside the table's folder" in r.stderr
+    assert warehouse.sql(str(wh), "SELECT count(*) FROM turns").fetchall()[0][0] > 0
+    r = run("ingest", str(src), "--root", str(wh))
+    assert r.returncode == 0 and "outside the table's folder" in r.stderr, r.stderr
+    assert outside.read_bytes() == kept
+    if "%" in leading:  # deltalake cannot remove an entry whose path it encodes otherwise: refused still, never read
+        assert "outside the table's folder" in run("sql", "SELECT count(*) FROM responses", "--root", str(wh)).stderr
+        return
+    assert warehouse.sql(str(wh), "SELECT count(*) FROM responses").fetchall()[0][0] == want
+
+
 # --- 5. a link out of an input tree: its records are read, its bytes are never kept in quarantine -----------
 
 

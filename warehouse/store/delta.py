@@ -257,6 +257,12 @@ def vacuum(table, uri: str, *, retention_hours: int, keep_version: int, commit_p
 _GONE = "(gone)"  # what _delete_inside says of a file deleted before
 
 
+def leaves_table(rel: str) -> bool:
+    """Whether a data file's path as a table's log gives it (relative to the table's folder, decoded) leads
+    out of that folder: a log written by hand or by something hostile. Readers and writers never follow it."""
+    return rel.startswith("/") or ":" in rel or ".." in rel.split("/")
+
+
 def _delete_inside(folder: str, rel: str) -> str | None:
     """Delete the regular file ``folder/rel`` without following a link: None when deleted, ``_GONE`` when
     it was already gone; else the link met on the way (relative to ``folder``), or "" for a path that leaves it."""

@@ -27,6 +27,7 @@ from warehouse.store.delta import (
     LOG,
     checkpoint_hint,
     files_and_schema,
+    leaves_table,
     open_table,
     read_bytes,
 )
@@ -281,6 +282,9 @@ def lost_files(root: str, table: str, dt, *, by_size: bool = True) -> list[tuple
     out = []
     for rel, size in logged.items():
         name = unquote(rel)
+        if leaves_table(name):  # (never looked at)
+            out.append((name, "lies outside the table's folder"))
+            continue
         have = present.get(name) if "/" not in name else _size(filesystems, f"{root}/{table}/{name}")
         if have is None:
             out.append((name, "is missing"))

@@ -66,7 +66,26 @@ def pinned_files(store: Store, record: SnapshotRecord, schemas: dict | None = No
             schemas[name] = schema
         if opened is not None:
             opened[name] = table
+    for name in list(out):
+        stray = _outside(store.table_uri(name), out[name])
+        if stray is None:
+            continue
+        from warehouse.store import delta_damage
+
+        found = delta_damage.Damage(name, delta_damage.DATA, f"its log lists a data file outside the table's folder "
+                                    f"({stray}), which is never read", name, (stray,))
+        if damaged is None:
+            raise StorageError(f"{store.root}: snapshot {record.number} cannot be read: table {name}: {found.what}. "
+                               f"{readable_hint(store)}")
+        damaged[name] = found
+        del out[name]
     return out
+
+
+def _outside(table_uri: str, files: list[str]) -> str | None:
+    """The first of ``files`` (a table's, as its log lists them) that lies outside the table's folder, by name."""
+    folder = table_uri.rstrip("/") + "/"
+    return next((f for f in files if not f.startswith(folder) or delta.leaves_table(f[len(folder):])), None)
 
 
 def readable_snapshots(store: Store, records: list[SnapshotRecord] | None = None) -> set[int]:
